@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/isle-cluster/isle/raft/storeapi"
+)
+
+// isleBinary returns ISLE_BIN or builds isle into a temporary directory.
+func isleBinary(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("ISLE_BIN"); b != "" {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("ISLE_BIN=%s: %v", b, err)
+		}
+		return b
+	}
+	out := filepath.Join(t.TempDir(), "isle")
+	cmd := exec.Command("go", "build", "-o", out, "../cmd/isle")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build isle: %v\n%s", err, b)
+	}
+	return out
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type storeCluster struct {
+	members []*member
+}
+
+type member struct {
+	name, bin, dir  string
+	storeAddr, raft string
+	join            string
+	cmd             *exec.Cmd
+	log             *os.File
+	exited          chan struct{}
+}
+
+func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAddr, nil) }
+
+// start runs the member's process (the same command line every time: a
+// restarted member ignores --init/--join).
+func (m *member) start(t *testing.T) {
+	t.Helper()
+	args := []string{"server", "--name", m.name, "--data-dir", m.dir,
+		"--store-addr", m.storeAddr, "--raft-addr", m.raft}
+	if m.join == "" {
+		args = append(args, "--init")
+	} else {
+		args = append(args, "--join", m.join)
+	}
+	m.cmd = exec.Command(m.bin, args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", m.name, err)
+	}
+	m.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(m.cmd, m.exited)
+	waitFor(t, 20*time.Second, m.name+" answers", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := m.client().Status(ctx)
+		return err == nil
+	})
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (m *member) kill(t *testing.T) {
+	t.Helper()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-m.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not die after SIGKILL", m.name)
+	}
+	m.cmd = nil
+}
+
+// startStore starts n members on loopback: the first with --init, the
+// others joining it, and waits until all are voters.
+func startStore(t *testing.T, bin string, n int) *storeCluster {
+	t.Helper()
+	c := &storeCluster{}
+	logDir := t.TempDir()
+	for i := 0; i < n; i++ {
+		m := &member{
+			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
+			storeAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
+			raft:      "127.0.0.1:" + strconv.Itoa(freePort(t)),
+		}
+		if i > 0 {
+			m.join = c.members[0].storeAddr
+		}
+		f, err := os.Create(filepath.Join(logDir, m.name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.log = f
+		c.members = append(c.members, m)
+		m.start(t)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			m.kill(t)
+			m.log.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(m.log.Name())
+				if len(b) > 4000 {
+					b = b[len(b)-4000:]
+				}
+				t.Logf("--- %s log (tail) ---\n%s", m.name, b)
+			}
+		}
+	})
+	waitFor(t, 30*time.Second, "all members are voters", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := c.members[0].client().Status(ctx)
+		if err != nil || len(st.Members) != n {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.Learner {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// leader waits for a leader and returns its member.
+func (c *storeCluster) leader(t *testing.T) *member {
+	t.Helper()
+	var lead *member
+	waitFor(t, 20*time.Second, "a leader", func() bool {
+		for _, m := range c.members {
+			if m.cmd == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := m.client().Status(ctx)
+			cancel()
+			if err == nil && st.Role == "leader" {
+				lead = m
+				return true
+			}
+		}
+		return false
+	})
+	return lead
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

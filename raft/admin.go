@@ -1,0 +1,210 @@
+package raft
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Status is a member's view of the cluster.
+type Status struct {
+	ID            uint64         `json:"id"`
+	ClusterID     uint64         `json:"clusterID"`
+	Name          string         `json:"name"`
+	Role          string         `json:"role"`
+	Leader        uint64         `json:"leader"`
+	Term          uint64         `json:"term"`
+	Commit        uint64         `json:"commit"`
+	Applied       uint64         `json:"applied"`
+	SnapshotIndex uint64         `json:"snapshotIndex"`
+	Revision      int64          `json:"revision"`
+	Members       []MemberStatus `json:"members"`
+}
+
+// MemberStatus is a member and, on the leader, its replication progress.
+type MemberStatus struct {
+	Member
+	Match  uint64 `json:"match,omitempty"`
+	Active bool   `json:"active,omitempty"`
+}
+
+// Status reports this member's view of the cluster.
+func (n *Node) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := n.inLoop(ctx, func() {
+		rs := n.rn.Status()
+		st = Status{
+			ID: n.id, ClusterID: n.clusterID, Name: n.cfg.Name,
+			Role: roleName(rs), Leader: rs.Lead, Term: rs.Term, Commit: rs.Commit,
+			Applied: n.applied, SnapshotIndex: n.snapIndex, Revision: n.kv.Revision(),
+		}
+		for _, m := range n.members.list() {
+			ms := MemberStatus{Member: m}
+			if pr, ok := rs.Progress[m.ID]; ok {
+				ms.Match, ms.Active = pr.Match, pr.RecentActive || m.ID == n.id
+			}
+			st.Members = append(st.Members, ms)
+		}
+	})
+	return st, err
+}
+
+func roleName(rs etcdraft.Status) string {
+	if _, learner := rs.Config.Learners[rs.ID]; learner {
+		return "learner"
+	}
+	switch rs.RaftState {
+	case etcdraft.StateLeader:
+		return "leader"
+	case etcdraft.StateCandidate, etcdraft.StatePreCandidate:
+		return "candidate"
+	}
+	return "follower"
+}
+
+// AddLearner adds a new member as a learner and returns what it needs to
+// start (Bootstrap.Join). Call it on any member; it is replicated through
+// the leader.
+func (n *Node) AddLearner(ctx context.Context, m Member) (JoinInfo, error) {
+	if m.Name == "" || m.RaftAddr == "" {
+		return JoinInfo{}, fmt.Errorf("raft: add learner: %w: a member needs a name and a raft address", ErrRefused)
+	}
+	for _, cur := range n.Members() {
+		if cur.Name == m.Name {
+			return JoinInfo{}, fmt.Errorf("raft: add learner: %w: a member named %q exists already (ID %x); remove it first", ErrRefused, m.Name, cur.ID)
+		}
+	}
+	m.ID = randomID()
+	if err := n.changeMembers(ctx, raftpb.ConfChangeAddLearnerNode, m); err != nil {
+		return JoinInfo{}, fmt.Errorf("raft: add learner %q: %w", m.Name, err)
+	}
+	return JoinInfo{ClusterID: n.clusterID, MemberID: m.ID, Members: n.Members()}, nil
+}
+
+// Promote makes a learner a voter. It is refused while the learner lags
+// the leader by more than a tenth of the leader's log.
+func (n *Node) Promote(ctx context.Context, id uint64) error {
+	var m Member
+	var found bool
+	for _, cur := range n.Members() {
+		if cur.ID == id {
+			m, found = cur, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("raft: promote %x: %w: no such member", id, ErrRefused)
+	}
+	if !m.Learner {
+		return nil
+	}
+	if err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
+		pr, ok := rs.Progress[id]
+		if !ok {
+			return fmt.Errorf("%w: the leader has no progress for %x yet", ErrRefused, id)
+		}
+		if lag := rs.Progress[rs.ID].Match - pr.Match; lag > rs.Progress[rs.ID].Match/10+100 {
+			return fmt.Errorf("%w: the learner is %d entries behind; try again once it has caught up", ErrRefused, lag)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("raft: promote %x: %w", id, err)
+	}
+	if err := n.changeMembers(ctx, raftpb.ConfChangeAddNode, m); err != nil {
+		return fmt.Errorf("raft: promote %x: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveMember removes a member. It is refused if the voters left would not
+// include a quorum of members the leader has recently heard from.
+func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
+	if err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
+		voters := rs.Config.Voters.IDs()
+		if _, ok := voters[id]; !ok {
+			return nil // a learner: no quorum at stake
+		}
+		left, active := 0, 0
+		for v := range voters {
+			if v == id {
+				continue
+			}
+			left++
+			if pr, ok := rs.Progress[v]; ok && (pr.RecentActive || v == rs.ID) {
+				active++
+			}
+		}
+		if left == 0 {
+			return fmt.Errorf("%w: it is the last voter", ErrRefused)
+		}
+		if active < left/2+1 {
+			return fmt.Errorf("%w: only %d of the %d voters left are active, fewer than a quorum", ErrRefused, active, left)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("raft: remove %x: %w", id, err)
+	}
+	if err := n.changeMembers(ctx, raftpb.ConfChangeRemoveNode, Member{ID: id}); err != nil {
+		return fmt.Errorf("raft: remove %x: %w", id, err)
+	}
+	return nil
+}
+
+// TransferLeader hands leadership to another voter and waits until it has
+// taken over. Call it on the leader.
+func (n *Node) TransferLeader(ctx context.Context, to uint64) error {
+	if err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
+		if _, ok := rs.Config.Voters.IDs()[to]; !ok {
+			return fmt.Errorf("%w: %x is not a voter", ErrRefused, to)
+		}
+		n.rn.TransferLeader(to)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("raft: transfer leadership to %x: %w", to, err)
+	}
+	for n.Leader() != to {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("raft: transfer leadership to %x: %w", to, ctx.Err())
+		case <-n.donec:
+			return n.doneErr()
+		case <-time.After(n.cfg.TickInterval / 2):
+		}
+	}
+	return nil
+}
+
+// leaderCheck runs check against the leader's status in the Ready loop; it
+// fails if this member is not the leader.
+func (n *Node) leaderCheck(ctx context.Context, check func(etcdraft.Status) error) error {
+	var err error
+	if lerr := n.inLoop(ctx, func() {
+		rs := n.rn.Status()
+		if rs.RaftState != etcdraft.StateLeader {
+			err = fmt.Errorf("%w: this member is not the leader (leader: %x)", ErrRefused, rs.Lead)
+			return
+		}
+		err = check(rs)
+	}); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// changeMembers proposes one membership change and waits for it to apply.
+func (n *Node) changeMembers(ctx context.Context, typ raftpb.ConfChangeType, m Member) error {
+	reqID := randomID()
+	cctx, err := json.Marshal(confContext{ReqID: reqID, Member: m})
+	if err != nil {
+		return err
+	}
+	cc := &raftpb.ConfChangeV2{
+		Changes: []raftpb.ConfChangeSingle{{Type: typ, NodeID: m.ID}},
+		Context: cctx,
+	}
+	_, err = n.wait(ctx, &proposal{id: reqID, cc: cc, done: make(chan proposalResult, 1), start: time.Now()})
+	return err
+}

@@ -1,0 +1,316 @@
+package raft
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/isle-cluster/isle/raft/kv"
+)
+
+// run is the Ready loop: the only goroutine that touches the RawNode, the
+// WAL, the snapshot files and the state machine's write side.
+func (n *Node) run() {
+	defer close(n.donec)
+	defer n.shutdown()
+	ticker := n.cfg.Clock.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+
+	for {
+		select {
+		case <-ticker.C():
+			n.rn.Tick()
+			n.onTick()
+		case m := <-n.recvc:
+			n.step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		case r := <-n.readc:
+			n.reads.add(r)
+		case f := <-n.ctrlc:
+			f()
+		case <-n.stopc:
+			return
+		}
+		n.drainInputs()
+		n.reads.issue(n.rn)
+		for n.rn.HasReady() {
+			if err := n.handleReady(); err != nil {
+				n.fail(err)
+				return
+			}
+		}
+	}
+}
+
+// drainInputs feeds everything already queued to raft, so that one Ready
+// (and one fsync) covers as many proposals and messages as possible.
+func (n *Node) drainInputs() {
+	for i := 0; i < 4096; i++ {
+		select {
+		case m := <-n.recvc:
+			n.step(m)
+		case p := <-n.propc:
+			n.propose(p)
+		case r := <-n.readc:
+			n.reads.add(r)
+		case f := <-n.ctrlc:
+			f()
+		default:
+			return
+		}
+	}
+}
+
+func (n *Node) step(m raftpb.Message) {
+	if n.members.removed[m.From] {
+		n.metrics.droppedFromRemoved.Inc()
+		return
+	}
+	if err := n.rn.Step(m); err != nil {
+		n.log.Debug("raft: step", "type", m.Type, "from", fmt.Sprintf("%x", m.From), "err", err)
+	}
+}
+
+// onTick retries what raft may have dropped while there was no leader.
+func (n *Node) onTick() {
+	if n.lead == etcdraft.None {
+		return
+	}
+	for _, p := range n.pending {
+		if !p.accepted {
+			n.submit(p)
+		}
+	}
+	if n.reads.inflightCount() > 0 {
+		n.ticksToRead++
+		if n.ticksToRead >= 2*n.cfg.ElectionTicks {
+			n.ticksToRead = 0
+			n.reads.retry()
+		}
+	}
+}
+
+// handleReady persists, sends, applies and advances one Ready.
+func (n *Node) handleReady() error {
+	rd := n.rn.Ready()
+	start := time.Now()
+
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		// Snapshot file, then its marker, then the entries after it: the WAL
+		// never holds entries that skip past what it has.
+		if err := n.snaps.Save(rd.Snapshot); err != nil {
+			return fmt.Errorf("raft: save received snapshot: %w", err)
+		}
+		if err := n.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
+			return fmt.Errorf("raft: record received snapshot: %w", err)
+		}
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) || len(rd.Entries) > 0 {
+		if err := n.wal.Save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
+			return fmt.Errorf("raft: persist: %w", err)
+		}
+		if rd.MustSync {
+			n.metrics.syncDuration.Observe(time.Since(start).Seconds())
+		}
+	}
+	if !etcdraft.IsEmptySnap(rd.Snapshot) {
+		if err := n.installSnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("raft: %w", err)
+		}
+		n.syncPeers()
+		n.publishMembers()
+		n.log.Info("raft: installed snapshot from leader", "index", rd.Snapshot.Metadata.Index)
+	}
+	if err := n.storage.Append(rd.Entries); err != nil {
+		return fmt.Errorf("raft: append to memory log: %w", err)
+	}
+	if !etcdraft.IsEmptyHardState(rd.HardState) {
+		n.storage.SetHardState(rd.HardState)
+	}
+	n.tr.Send(rd.Messages)
+
+	if rd.SoftState != nil && rd.SoftState.Lead != n.lead {
+		n.leaderChanged(rd.SoftState.Lead)
+	}
+	if err := n.apply(rd.CommittedEntries); err != nil {
+		return err
+	}
+	for _, rs := range rd.ReadStates {
+		n.reads.answer(rs)
+	}
+	if err := n.maybeSnapshot(); err != nil {
+		return err
+	}
+	n.rn.Advance(rd)
+	return nil
+}
+
+// leaderChanged re-proposes everything in flight: raft may have dropped a
+// proposal forwarded to the old leader, and the state machine's request
+// de-duplication makes a second copy harmless.
+func (n *Node) leaderChanged(lead uint64) {
+	n.log.Info("raft: leader changed", "from", fmt.Sprintf("%x", n.lead), "to", fmt.Sprintf("%x", lead))
+	n.metrics.leaderChanges.Inc()
+	n.lead = lead
+	n.leader.Store(lead)
+	if lead == etcdraft.None {
+		return
+	}
+	for _, p := range n.pending {
+		n.submit(p)
+	}
+	n.reads.retry()
+}
+
+// apply applies committed entries in order and wakes their proposers.
+func (n *Node) apply(ents []raftpb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	for i := range ents {
+		e := &ents[i]
+		if e.Index <= n.applied {
+			continue // already in the state machine's snapshot
+		}
+		switch e.Type {
+		case raftpb.EntryNormal:
+			if len(e.Data) > 0 {
+				res := n.kv.Apply(e.Data)
+				if id, err := kv.PeekID(e.Data); err == nil {
+					n.finish(id, proposalResult{res: res})
+				}
+			}
+		case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+			if err := n.applyConfChange(e); err != nil {
+				return err
+			}
+		}
+		n.applied = e.Index
+		n.bytesSince += uint64(len(e.Data))
+	}
+	n.metrics.applied.Set(float64(n.applied))
+	n.publishApplied(n.applied)
+	return nil
+}
+
+// applyConfChange decides a membership change against the member table
+// (refusals become no-ops on every member alike), hands it to raft, and
+// updates the transport's peers.
+func (n *Node) applyConfChange(e *raftpb.Entry) error {
+	var cc raftpb.ConfChangeV2
+	if e.Type == raftpb.EntryConfChange {
+		var v1 raftpb.ConfChange
+		if err := v1.Unmarshal(e.Data); err != nil {
+			return fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
+		}
+		cc = v1.AsV2()
+	} else if err := cc.Unmarshal(e.Data); err != nil {
+		return fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
+	}
+	var cctx confContext
+	if len(cc.Context) > 0 {
+		if err := json.Unmarshal(cc.Context, &cctx); err != nil {
+			n.log.Warn("raft: conf change with unreadable context; refusing it", "index", e.Index, "err", err)
+			for i := range cc.Changes {
+				cc.Changes[i].NodeID = 0
+			}
+		}
+	}
+	refused := n.members.apply(&cc, cctx.Member)
+	cs := n.rn.ApplyConfChange(cc)
+	n.confState = *cs
+	n.syncPeers()
+	n.publishMembers()
+	if refused != "" {
+		n.log.Warn("raft: membership change refused", "index", e.Index, "reason", refused)
+		n.finish(cctx.ReqID, proposalResult{err: fmt.Errorf("%w: %s", ErrRefused, refused)})
+	} else {
+		n.log.Info("raft: membership changed", "index", e.Index, "change", raftpb.ConfChangesToString(cc.Changes))
+		n.finish(cctx.ReqID, proposalResult{})
+	}
+	if n.members.removed[n.id] {
+		return ErrRemoved
+	}
+	return nil
+}
+
+// syncPeers makes the transport's peer set match the member table.
+func (n *Node) syncPeers() {
+	for _, m := range n.members.list() {
+		if m.ID != n.id {
+			n.tr.AddPeer(m.ID, m.RaftAddr)
+		}
+	}
+	for id := range n.members.removed {
+		n.tr.RemovePeer(id)
+	}
+}
+
+func (n *Node) publishMembers() {
+	list := n.members.list()
+	n.statusMu.Lock()
+	n.memberList = list
+	n.statusMu.Unlock()
+}
+
+// maybeSnapshot takes a snapshot when enough has been applied since the
+// last one, then compacts the in-memory log and releases old WAL segments.
+func (n *Node) maybeSnapshot() error {
+	if n.applied-n.snapIndex < n.cfg.SnapshotEntries && n.bytesSince < n.cfg.SnapshotBytes {
+		return nil
+	}
+	return n.snapshot()
+}
+
+func (n *Node) snapshot() error {
+	start := time.Now()
+	kvData, err := n.kv.Snapshot()
+	if err != nil {
+		return fmt.Errorf("raft: snapshot: %w", err)
+	}
+	data, err := encodeSnapshot(n.members, kvData)
+	if err != nil {
+		return fmt.Errorf("raft: snapshot: %w", err)
+	}
+	s, err := n.storage.CreateSnapshot(n.applied, &n.confState, data)
+	if err != nil {
+		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
+	}
+	if err := n.snaps.Save(s); err != nil {
+		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
+	}
+	if err := n.wal.SaveSnapshot(s.Metadata); err != nil {
+		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
+	}
+	n.snapIndex, n.bytesSince = n.applied, 0
+	if n.applied > n.cfg.CatchUpEntries {
+		if err := n.storage.Compact(n.applied - n.cfg.CatchUpEntries); err != nil && err != etcdraft.ErrCompacted {
+			return fmt.Errorf("raft: compact log: %w", err)
+		}
+	}
+	if err := n.wal.ReleaseTo(n.snapIndex); err != nil {
+		return fmt.Errorf("raft: release WAL: %w", err)
+	}
+	if err := n.snaps.Purge(2); err != nil {
+		n.log.Warn("raft: purge old snapshots", "err", err)
+	}
+	n.metrics.snapshots.Inc()
+	n.log.Info("raft: snapshot taken", "index", n.snapIndex, "bytes", len(data), "took", time.Since(start))
+	return nil
+}
+
+// shutdown fails every waiter and closes the WAL; it runs as the loop exits.
+func (n *Node) shutdown() {
+	err := n.doneErr()
+	for id := range n.pending {
+		n.finish(id, proposalResult{err: err})
+	}
+	n.reads.failAll(err)
+	if cerr := n.wal.Close(); cerr != nil {
+		n.log.Warn("raft: close WAL", "err", cerr)
+	}
+}

@@ -1,0 +1,263 @@
+package raft
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/isle-cluster/isle/raft/kv"
+	"github.com/isle-cluster/isle/raft/snap"
+	"github.com/isle-cluster/isle/raft/wal"
+)
+
+// Bootstrap says how a member with an empty data directory starts. A data
+// directory that already holds a member restarts that member and ignores it.
+type Bootstrap struct {
+	// NewCluster starts a new cluster with this member as its only voter.
+	NewCluster bool
+	// Join starts a member that an existing cluster has added as a learner
+	// (see AddLearner).
+	Join *JoinInfo
+}
+
+// JoinInfo is what a cluster tells a member it has just added.
+type JoinInfo struct {
+	ClusterID uint64   `json:"clusterID"`
+	MemberID  uint64   `json:"memberID"`
+	Members   []Member `json:"members"`
+}
+
+// memberFile records who this data directory belongs to.
+type memberFile struct {
+	ClusterID uint64 `json:"clusterID"`
+	MemberID  uint64 `json:"memberID"`
+	Name      string `json:"name"`
+}
+
+const memberFileName = "member.json"
+
+// Open opens (or creates) the member in cfg.DataDir: it reads the member
+// file, opens the WAL, loads the newest snapshot and rebuilds the state
+// machine from it and the log. Call Start to run it.
+func Open(cfg Config, boot Bootstrap) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("raft: open: %w", err)
+	}
+	mf, existed, err := loadOrCreateMemberFile(cfg, boot)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       cfg.Logger.With("member", fmt.Sprintf("%x", mf.MemberID)),
+		id:        mf.MemberID,
+		clusterID: mf.ClusterID,
+		metrics:   newMetrics(cfg.Registerer),
+		storage:   etcdraft.NewMemoryStorage(),
+		kv:        kv.New(cfg.KV),
+		members:   newMembership(),
+		pending:   map[uint64]*proposal{},
+		propc:     make(chan *proposal, 4096),
+		recvc:     make(chan raftpb.Message, 4096),
+		readc:     make(chan *readRequest, 4096),
+		ctrlc:     make(chan func(), 256),
+		stopc:     make(chan struct{}),
+		donec:     make(chan struct{}),
+		appliedCh: make(chan struct{}),
+	}
+	if n.snaps, err = snap.New(filepath.Join(cfg.DataDir, "snap"), cfg.Logger); err != nil {
+		return nil, fmt.Errorf("raft: open snapshots: %w", err)
+	}
+	w, st, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Options{SegmentSize: cfg.WALSegmentSize, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("raft: open WAL: %w", err)
+	}
+	n.wal = w
+	if err := n.restore(st); err != nil {
+		w.Close()
+		return nil, err
+	}
+
+	rc := &etcdraft.Config{
+		ID:                        n.id,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   n.storage,
+		Applied:                   n.applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		MaxCommittedSizePerReady:  8 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{n.log},
+	}
+	if n.rn, err = etcdraft.NewRawNode(rc); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("raft: start raft: %w", err)
+	}
+	switch {
+	case existed:
+		n.log.Info("raft: restarting member", "cluster", fmt.Sprintf("%x", n.clusterID),
+			"snapshot", n.snapIndex, "entries", len(st.Entries), "term", st.HardState.Term)
+	case boot.NewCluster:
+		ctx, err := json.Marshal(confContext{Member: Member{ID: n.id, Name: cfg.Name, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.ClientAddr}})
+		if err != nil {
+			return nil, fmt.Errorf("raft: bootstrap: %w", err)
+		}
+		if err := n.rn.Bootstrap([]etcdraft.Peer{{ID: n.id, Context: ctx}}); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("raft: bootstrap: %w", err)
+		}
+		n.log.Info("raft: started a new cluster", "cluster", fmt.Sprintf("%x", n.clusterID))
+	default:
+		// The member table comes from the log alone; the joiner only
+		// needs the members' addresses to answer the leader.
+		n.joinPeers = boot.Join.Members
+		n.log.Info("raft: joining cluster", "cluster", fmt.Sprintf("%x", n.clusterID), "members", len(boot.Join.Members))
+	}
+	n.publishMembers()
+	return n, nil
+}
+
+// restore installs the WAL's snapshot and entries in memory and rebuilds the
+// state machine from the snapshot; the entries after it are re-applied by
+// the Ready loop as raft hands them over as committed.
+func (n *Node) restore(st *wal.State) error {
+	if st.Snapshot.Index > 0 {
+		s, err := n.snaps.Load(st.Snapshot)
+		if err != nil {
+			return fmt.Errorf("raft: open: the WAL needs snapshot %d (term %d): %w", st.Snapshot.Index, st.Snapshot.Term, err)
+		}
+		if err := n.installSnapshot(s); err != nil {
+			return fmt.Errorf("raft: open: %w", err)
+		}
+	}
+	if !etcdraft.IsEmptyHardState(st.HardState) {
+		if err := n.storage.SetHardState(st.HardState); err != nil {
+			return fmt.Errorf("raft: open: %w", err)
+		}
+	}
+	if err := n.storage.Append(st.Entries); err != nil {
+		return fmt.Errorf("raft: open: %w", err)
+	}
+	return nil
+}
+
+// installSnapshot replaces the in-memory log and the state machine with s.
+func (n *Node) installSnapshot(s raftpb.Snapshot) error {
+	ms, kvData, err := decodeSnapshot(s.Data)
+	if err != nil {
+		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
+	}
+	if err := n.kv.Restore(kvData); err != nil {
+		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
+	}
+	if err := n.storage.ApplySnapshot(s); err != nil && !errors.Is(err, etcdraft.ErrSnapOutOfDate) {
+		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
+	}
+	n.members = ms
+	n.confState = s.Metadata.ConfState
+	n.snapIndex = s.Metadata.Index
+	n.applied = s.Metadata.Index
+	n.bytesSince = 0
+	n.publishApplied(n.applied)
+	return nil
+}
+
+func loadOrCreateMemberFile(cfg Config, boot Bootstrap) (memberFile, bool, error) {
+	path := filepath.Join(cfg.DataDir, memberFileName)
+	var mf memberFile
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &mf); err != nil || mf.MemberID == 0 || mf.ClusterID == 0 {
+			return mf, false, fmt.Errorf("raft: open: member file %s is damaged (%v); restore it or remove the data directory to start over", path, err)
+		}
+		return mf, true, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return mf, false, fmt.Errorf("raft: open: %w", err)
+	}
+	switch {
+	case boot.NewCluster && boot.Join != nil:
+		return mf, false, errors.New("raft: open: choose one of a new cluster and joining one, not both")
+	case boot.NewCluster:
+		mf = memberFile{ClusterID: randomID(), MemberID: randomID(), Name: cfg.Name}
+	case boot.Join != nil:
+		if boot.Join.ClusterID == 0 || boot.Join.MemberID == 0 {
+			return mf, false, errors.New("raft: open: join information lacks the cluster or member ID")
+		}
+		mf = memberFile{ClusterID: boot.Join.ClusterID, MemberID: boot.Join.MemberID, Name: cfg.Name}
+	default:
+		return mf, false, fmt.Errorf("raft: open: %s holds no member: start a new cluster or join one", cfg.DataDir)
+	}
+	b, err = json.Marshal(mf)
+	if err != nil {
+		return mf, false, fmt.Errorf("raft: open: %w", err)
+	}
+	if err := writeFileSync(path, b); err != nil {
+		return mf, false, fmt.Errorf("raft: open: write member file: %w", err)
+	}
+	return mf, false, nil
+}
+
+// writeFileSync writes a file atomically and durably: temporary file, fsync,
+// rename, fsync of the directory.
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// randomID returns a random non-zero 64-bit ID.
+func randomID() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic("raft: crypto/rand failed: " + err.Error())
+		}
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 && id != etcdraft.LocalAppendThread && id != etcdraft.LocalApplyThread {
+			return id
+		}
+	}
+}
+
+// HasMember reports whether dataDir already holds a member (which Open
+// restarts, whatever its Bootstrap says).
+func HasMember(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, memberFileName))
+	return err == nil
+}
