@@ -17,6 +17,7 @@ start_member() { # index, then --init or --join ADDR
     --store-addr "127.0.0.1:$((p + 1))" --raft-addr "127.0.0.1:$((p + 2))" \
     >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
+  disown
 }
 
 wait_until() { # seconds, command...
@@ -30,7 +31,9 @@ wait_until() { # seconds, command...
 leader_index() {
   local n
   n=$(store 16444 status --leader 2>/dev/null || store 16454 status --leader 2>/dev/null || store 16464 status --leader)
-  for j in 0 1 2; do [[ ${names[$j]} == "$n" ]] && echo "$j"; done
+  for j in 0 1 2; do
+    if [[ ${names[$j]} == "$n" ]]; then echo "$j"; fi
+  done
 }
 
 case ${1:-start} in
@@ -45,7 +48,7 @@ start)
   wait_until 10 store 16444 status
   start_member 1 --join 127.0.0.1:16444
   start_member 2 --join 127.0.0.1:16444
-  wait_until 20 bash -c "$(declare -f store); ISLE=$ISLE; store 16444 status | grep -c ' voter\| leader' | grep -qx 3"
+  wait_until 20 bash -c "'$ISLE' store --server 127.0.0.1:16444 status | grep -cE '^[0-9a-f]+ +[^ ]+ +(voter|leader) ' | grep -qx 3"
   store 16444 status
   echo; echo "== write on pi1, read (linearizable) on pi3"
   store 16444 put /demo/greeting "hello from isle"

@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -122,6 +123,9 @@ func (n *Node) Promote(ctx context.Context, id uint64) error {
 // RemoveMember removes a member. It is refused if the voters left would not
 // include a quorum of members the leader has recently heard from.
 func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
+	if !n.memberChangeDone(raftpb.ConfChangeAddLearnerNode, id) {
+		return fmt.Errorf("raft: remove %x: %w: no such member", id, ErrRefused)
+	}
 	if err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
 		voters := rs.Config.Voters.IDs()
 		if _, ok := voters[id]; !ok {
@@ -194,17 +198,51 @@ func (n *Node) leaderCheck(ctx context.Context, check func(etcdraft.Status) erro
 	return err
 }
 
-// changeMembers proposes one membership change and waits for it to apply.
+// changeMembers proposes one membership change and waits until the member
+// table shows it. Raft silently replaces a conf change proposed while
+// another is pending with an empty entry, so an attempt that is not seen
+// applied within two election timeouts is proposed again; a repeat that
+// finds the change already made is refused by the table and ignored here.
 func (n *Node) changeMembers(ctx context.Context, typ raftpb.ConfChangeType, m Member) error {
-	reqID := randomID()
-	cctx, err := json.Marshal(confContext{ReqID: reqID, Member: m})
-	if err != nil {
-		return err
+	attempt := 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	for {
+		reqID := randomID()
+		cctx, err := json.Marshal(confContext{ReqID: reqID, Member: m})
+		if err != nil {
+			return err
+		}
+		cc := &raftpb.ConfChangeV2{
+			Changes: []raftpb.ConfChangeSingle{{Type: typ, NodeID: m.ID}},
+			Context: cctx,
+		}
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		_, err = n.wait(actx, &proposal{id: reqID, cc: cc, done: make(chan proposalResult, 1), start: time.Now()})
+		cancel()
+		if err == nil || n.memberChangeDone(typ, m.ID) {
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrRefused) || errors.Is(err, ErrStopped) {
+			return err
+		}
 	}
-	cc := &raftpb.ConfChangeV2{
-		Changes: []raftpb.ConfChangeSingle{{Type: typ, NodeID: m.ID}},
-		Context: cctx,
+}
+
+// memberChangeDone reports whether the applied member table already shows
+// the change.
+func (n *Node) memberChangeDone(typ raftpb.ConfChangeType, id uint64) bool {
+	var cur *Member
+	for _, m := range n.Members() {
+		if m.ID == id {
+			cur = &m
+		}
 	}
-	_, err = n.wait(ctx, &proposal{id: reqID, cc: cc, done: make(chan proposalResult, 1), start: time.Now()})
-	return err
+	switch typ {
+	case raftpb.ConfChangeAddLearnerNode:
+		return cur != nil
+	case raftpb.ConfChangeAddNode:
+		return cur != nil && !cur.Learner
+	case raftpb.ConfChangeRemoveNode:
+		return cur == nil
+	}
+	return false
 }
