@@ -25,6 +25,10 @@
 // Config.MinBackoff and Config.MaxBackoff. Close stops every goroutine the
 // Transport started and closes the listener and all connections.
 //
+// Inbound connections from members never passed to AddPeer are accepted (a
+// joining member may hear from others before it knows them all); members
+// passed to RemovePeer are refused until added again.
+//
 // Everything read from the network is validated: a bad handshake, an
 // oversized or malformed frame, or a message that is not addressed to this
 // member closes that connection and logs the reason. Nothing a peer sends can

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ type recorder struct {
 	unreachable map[uint64]int
 	snaps       []snapReport
 
+	inflight atomic.Int64 // Handler calls in progress
+
 	// block, if set, makes Process wait until it is closed (or ctx ends).
 	block chan struct{}
 	// fail, if set, runs first in Process; its error is returned.
@@ -41,6 +44,8 @@ type snapReport struct {
 func newRecorder() *recorder { return &recorder{unreachable: map[uint64]int{}} }
 
 func (r *recorder) Process(ctx context.Context, m raftpb.Message) error {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	if r.block != nil {
 		select {
 		case <-r.block:
@@ -60,12 +65,16 @@ func (r *recorder) Process(ctx context.Context, m raftpb.Message) error {
 }
 
 func (r *recorder) ReportUnreachable(id uint64) {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	r.mu.Lock()
 	r.unreachable[id]++
 	r.mu.Unlock()
 }
 
 func (r *recorder) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus) {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	r.mu.Lock()
 	r.snaps = append(r.snaps, snapReport{id, status})
 	r.mu.Unlock()
