@@ -238,3 +238,37 @@ func TestProposalWithoutQuorumFails(t *testing.T) {
 		t.Fatal("a linearizable read without quorum must fail")
 	}
 }
+
+func TestWatchThroughNode(t *testing.T) {
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 3, Seed: 6})
+	ids := c.IDs()
+	ctx := ctxT(t, 10*time.Second)
+	if _, err := c.Node(ids[0]).Propose(ctx, put("/w/a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	// A watch on another member from revision 0 sees the past write, then new ones.
+	w, err := c.Node(ids[2]).Watch(ctx, "/w/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Node(ids[1]).Propose(ctx, put("/w/b", "2"), put("/other", "x")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case evs, ok := <-w.C():
+			if !ok {
+				t.Fatalf("watch ended: %v", w.Err())
+			}
+			for _, ev := range evs {
+				got = append(got, fmt.Sprintf("%s@%d", ev.KV.Key, ev.KV.ModRevision))
+			}
+		case <-ctx.Done():
+			t.Fatalf("watch saw only %v", got)
+		}
+	}
+	if fmt.Sprint(got) != "[/w/a@1 /w/b@2]" {
+		t.Fatalf("watch saw %v, want [/w/a@1 /w/b@2]", got)
+	}
+}

@@ -31,10 +31,12 @@ type Config struct {
 	ElectionTicks int
 
 	// SnapshotEntries takes a snapshot after this many applied entries.
-	// Default 10000.
+	// Default 100000.
 	SnapshotEntries uint64
 	// SnapshotBytes takes a snapshot after this many bytes of applied
-	// entries. Default 16 MiB.
+	// entries, or after as many bytes as the last snapshot had if that is
+	// more. Default 16 MiB. The in-memory log is bounded by the larger of
+	// the two, plus CatchUpEntries.
 	SnapshotBytes uint64
 	// CatchUpEntries is how many entries are kept in memory behind a
 	// snapshot for slow followers. Default 5000.
@@ -80,7 +82,7 @@ func (c *Config) validate() error {
 			c.ElectionTicks, c.HeartbeatTicks)
 	}
 	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 10000
+		c.SnapshotEntries = 100000
 	}
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 16 << 20

@@ -2,6 +2,7 @@ package raft
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -142,9 +143,7 @@ func (n *Node) handleReady() error {
 	for _, rs := range rd.ReadStates {
 		n.reads.answer(rs)
 	}
-	if err := n.maybeSnapshot(); err != nil {
-		return err
-	}
+	n.maybeSnapshot()
 	n.rn.Advance(rd)
 	return nil
 }
@@ -257,50 +256,103 @@ func (n *Node) publishMembers() {
 	n.statusMu.Unlock()
 }
 
-// maybeSnapshot takes a snapshot when enough has been applied since the
-// last one, then compacts the in-memory log and releases old WAL segments.
-func (n *Node) maybeSnapshot() error {
-	if n.applied-n.snapIndex < n.cfg.SnapshotEntries && n.bytesSince < n.cfg.SnapshotBytes {
-		return nil
+// maybeSnapshot starts a snapshot once enough has been applied since the
+// last one: SnapshotEntries entries, or more entry bytes than both
+// SnapshotBytes and the last snapshot's size (so that on a large store the
+// snapshot's cost stays proportional to what was written).
+func (n *Node) maybeSnapshot() {
+	if n.snapInFlight || n.applied <= n.snapIndex {
+		return
 	}
-	return n.snapshot()
+	if n.applied-n.snapIndex < n.cfg.SnapshotEntries && n.bytesSince < max(n.cfg.SnapshotBytes, n.lastSnapSize) {
+		return
+	}
+	n.startSnapshot()
 }
 
-func (n *Node) snapshot() error {
+// startSnapshot freezes the state at the applied index (cheap: the B-tree
+// is cloned copy-on-write) and encodes and writes it on another goroutine,
+// so the Ready loop never waits for a large snapshot.
+func (n *Node) startSnapshot() {
+	index := n.applied
+	term, err := n.storage.Term(index)
+	if err != nil {
+		n.log.Warn("raft: snapshot skipped", "index", index, "err", err)
+		return
+	}
+	members, err := n.members.marshal()
+	if err != nil {
+		n.log.Warn("raft: snapshot skipped", "index", index, "err", err)
+		return
+	}
+	var cs raftpb.ConfState
+	if err := cs.Unmarshal(mustMarshal(&n.confState)); err != nil {
+		n.log.Warn("raft: snapshot skipped", "index", index, "err", err)
+		return
+	}
+	frozen := n.kv.Freeze()
+	n.snapInFlight, n.bytesSince = true, 0
 	start := time.Now()
-	kvData, err := n.kv.Snapshot()
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		snap := raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: index, Term: term, ConfState: cs}}
+		kvData, err := frozen.Encode()
+		if err == nil {
+			snap.Data = encodeSnapshot(members, kvData)
+			err = n.snaps.Save(snap)
+		}
+		n.control(func() { n.finishSnapshot(snap, err, start) })
+	}()
+}
+
+// finishSnapshot records a written snapshot in the WAL and in memory, then
+// compacts the in-memory log and releases WAL segments and old snapshots.
+func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) {
+	n.snapInFlight = false
+	index := snap.Metadata.Index
 	if err != nil {
-		return fmt.Errorf("raft: snapshot: %w", err)
+		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
+		return
 	}
-	data, err := encodeSnapshot(n.members, kvData)
-	if err != nil {
-		return fmt.Errorf("raft: snapshot: %w", err)
+	if index <= n.snapIndex {
+		return // a newer snapshot arrived from the leader meanwhile
 	}
-	s, err := n.storage.CreateSnapshot(n.applied, &n.confState, data)
-	if err != nil {
-		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
+	if _, err := n.storage.CreateSnapshot(index, &snap.Metadata.ConfState, snap.Data); err != nil {
+		if errors.Is(err, etcdraft.ErrSnapOutOfDate) {
+			return
+		}
+		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
+		return
 	}
-	if err := n.snaps.Save(s); err != nil {
-		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
+	if err := n.wal.SaveSnapshot(snap.Metadata); err != nil {
+		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
+		return
 	}
-	if err := n.wal.SaveSnapshot(s.Metadata); err != nil {
-		return fmt.Errorf("raft: snapshot at %d: %w", n.applied, err)
-	}
-	n.snapIndex, n.bytesSince = n.applied, 0
-	if n.applied > n.cfg.CatchUpEntries {
-		if err := n.storage.Compact(n.applied - n.cfg.CatchUpEntries); err != nil && err != etcdraft.ErrCompacted {
-			return fmt.Errorf("raft: compact log: %w", err)
+	n.snapIndex, n.lastSnapSize = index, uint64(len(snap.Data))
+	if index > n.cfg.CatchUpEntries {
+		if err := n.storage.Compact(index - n.cfg.CatchUpEntries); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
+			n.fail(fmt.Errorf("raft: compact log: %w", err))
+			return
 		}
 	}
-	if err := n.wal.ReleaseTo(n.snapIndex); err != nil {
-		return fmt.Errorf("raft: release WAL: %w", err)
+	if err := n.wal.ReleaseTo(index); err != nil {
+		n.fail(fmt.Errorf("raft: release WAL: %w", err))
+		return
 	}
 	if err := n.snaps.Purge(2); err != nil {
 		n.log.Warn("raft: purge old snapshots", "err", err)
 	}
 	n.metrics.snapshots.Inc()
-	n.log.Info("raft: snapshot taken", "index", n.snapIndex, "bytes", len(data), "took", time.Since(start))
-	return nil
+	n.log.Info("raft: snapshot taken", "index", index, "bytes", len(snap.Data), "took", time.Since(start))
+}
+
+func mustMarshal(cs *raftpb.ConfState) []byte {
+	b, err := cs.Marshal()
+	if err != nil {
+		panic("raft: marshal ConfState: " + err.Error())
+	}
+	return b
 }
 
 // shutdown fails every waiter and closes the WAL; it runs as the loop exits.
@@ -310,6 +362,7 @@ func (n *Node) shutdown() {
 		n.finish(id, proposalResult{err: err})
 	}
 	n.reads.failAll(err)
+	n.bg.Wait() // a snapshot being written finishes before the WAL closes
 	if cerr := n.wal.Close(); cerr != nil {
 		n.log.Warn("raft: close WAL", "err", cerr)
 	}

@@ -68,15 +68,18 @@ type Node struct {
 	joinPeers []Member // peers a joining member talks to before it has the log
 
 	// Owned by the Ready loop.
-	members     *membership
-	confState   raftpb.ConfState
-	pending     map[uint64]*proposal
-	reads       readQueue
-	lead        uint64
-	snapIndex   uint64
-	applied     uint64
-	bytesSince  uint64
-	ticksToRead int
+	members      *membership
+	confState    raftpb.ConfState
+	pending      map[uint64]*proposal
+	reads        readQueue
+	lead         uint64
+	snapIndex    uint64
+	lastSnapSize uint64
+	snapInFlight bool
+	bg           sync.WaitGroup // the snapshot writer
+	applied      uint64
+	bytesSince   uint64
+	ticksToRead  int
 
 	// Published by the Ready loop for other goroutines.
 	appliedIndex atomic.Uint64

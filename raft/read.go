@@ -128,3 +128,9 @@ func (n *Node) List(ctx context.Context, prefix, startKey string, limit int, lin
 	kvs, more, rev := n.kv.List(prefix, startKey, limit)
 	return kvs, more, rev, nil
 }
+
+// Watch streams the changes to keys with prefix after revision afterRev,
+// as this member applies them (see kv.Store.Watch).
+func (n *Node) Watch(ctx context.Context, prefix string, afterRev int64) (*kv.Watcher, error) {
+	return n.kv.Watch(ctx, prefix, afterRev)
+}

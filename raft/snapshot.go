@@ -12,16 +12,12 @@ import (
 //	magic "isle-snap\x01" | uvarint len(members) | members (JSON) | kv snapshot
 var snapMagic = []byte("isle-snap\x01")
 
-func encodeSnapshot(ms *membership, kvData []byte) ([]byte, error) {
-	mj, err := ms.marshal()
-	if err != nil {
-		return nil, fmt.Errorf("encode snapshot: %w", err)
-	}
+func encodeSnapshot(mj, kvData []byte) []byte {
 	out := make([]byte, 0, len(snapMagic)+binary.MaxVarintLen64+len(mj)+len(kvData))
 	out = append(out, snapMagic...)
 	out = binary.AppendUvarint(out, uint64(len(mj)))
 	out = append(out, mj...)
-	return append(out, kvData...), nil
+	return append(out, kvData...)
 }
 
 func decodeSnapshot(b []byte) (*membership, []byte, error) {

@@ -27,20 +27,48 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// Frozen is a point-in-time copy of the store's state that can be encoded
+// while the store goes on applying: the B-tree is cloned copy-on-write, so
+// freezing costs little whatever the store's size.
+type Frozen struct {
+	rev   int64
+	tree  *btree.BTreeG[entry]
+	dedup []dedupEntry // oldest first
+}
+
+// Freeze returns the current state for a later Encode. Call it from the
+// goroutine that applies (the clone must not race with a write).
+func (s *Store) Freeze() *Frozen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &Frozen{rev: s.rev, tree: s.tree.Clone(), dedup: make([]dedupEntry, 0, s.dedup.n)}
+	s.dedup.each(func(e *dedupEntry) { f.dedup = append(f.dedup, *e) })
+	return f
+}
+
+// Revision returns the store revision the frozen state is at.
+func (f *Frozen) Revision() int64 { return f.rev }
+
 // Snapshot encodes the revision, all keys and the dedup table (see the
 // package documentation for the format). The event history is not part of
 // it. Encoding the same state always yields the same bytes.
-func (s *Store) Snapshot() ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *Store) Snapshot() ([]byte, error) { return s.Freeze().Encode() }
 
-	size := 1 + 2*uvarintLen(uint64(s.rev)) + uvarintLen(uint64(s.tree.Len())) + uvarintLen(uint64(s.dedup.n)) + 4
-	s.tree.Ascend(func(e entry) bool {
+// Encode encodes the frozen state as Snapshot does. It may run on any
+// goroutine, concurrently with the store.
+func (f *Frozen) Encode() ([]byte, error) {
+	each := func(fn func(e *dedupEntry)) {
+		for i := range f.dedup {
+			fn(&f.dedup[i])
+		}
+	}
+	size := 1 + 2*uvarintLen(uint64(f.rev)) + uvarintLen(uint64(f.tree.Len())) + uvarintLen(uint64(len(f.dedup))) + 4
+	f.tree.Ascend(func(e entry) bool {
 		size += uvarintLen(uint64(len(e.key))) + len(e.key) + uvarintLen(uint64(len(e.value))) + len(e.value) +
 			uvarintLen(uint64(e.create)) + uvarintLen(uint64(e.mod)) + uvarintLen(uint64(e.version))
 		return true
 	})
-	s.dedup.each(func(e *dedupEntry) {
+	each(func(e *dedupEntry) {
 		size += 8 + uvarintLen(uint64(e.rev)) + 1 + uvarintLen(uint64(int64(e.failedOp)+1)) + uvarintLen(uint64(len(e.prev)))
 		for i := range e.prev {
 			size++
@@ -55,10 +83,10 @@ func (s *Store) Snapshot() ([]byte, error) {
 
 	b := make([]byte, 0, size)
 	b = append(b, snapshotVersion)
-	b = binary.AppendUvarint(b, uint64(s.rev))
-	b = binary.AppendUvarint(b, uint64(s.rev)) // compact revision: the history restarts here
-	b = binary.AppendUvarint(b, uint64(s.tree.Len()))
-	s.tree.Ascend(func(e entry) bool {
+	b = binary.AppendUvarint(b, uint64(f.rev))
+	b = binary.AppendUvarint(b, uint64(f.rev)) // compact revision: the history restarts here
+	b = binary.AppendUvarint(b, uint64(f.tree.Len()))
+	f.tree.Ascend(func(e entry) bool {
 		b = appendString(b, e.key)
 		b = appendBytes(b, e.value)
 		b = binary.AppendUvarint(b, uint64(e.create))
@@ -66,8 +94,8 @@ func (s *Store) Snapshot() ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(e.version))
 		return true
 	})
-	b = binary.AppendUvarint(b, uint64(s.dedup.n))
-	s.dedup.each(func(e *dedupEntry) {
+	b = binary.AppendUvarint(b, uint64(len(f.dedup)))
+	each(func(e *dedupEntry) {
 		b = binary.LittleEndian.AppendUint64(b, e.id)
 		b = binary.AppendUvarint(b, uint64(e.rev))
 		var flags byte

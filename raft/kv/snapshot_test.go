@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"reflect"
 	"testing"
@@ -201,4 +202,36 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("re-snapshot differs:\n in %x\nout %x", data, got)
 		}
 	})
+}
+
+// A frozen state encodes as the store was when frozen, however much is
+// applied afterwards, and encoding may run while the store applies.
+func TestFreezeIsPointInTime(t *testing.T) {
+	s := New(quietOptions())
+	for i := 0; i < 500; i++ {
+		mustApply(t, s, put(fmt.Sprintf("k%03d", i), "v", -1))
+	}
+	want := mustSnapshot(t, s)
+	f := s.Freeze()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			if res := s.Apply(txn(0, put(fmt.Sprintf("k%03d", i), "changed", -1), del(fmt.Sprintf("k%03d", (i+1)%500), -1))); !res.Succeeded {
+				t.Errorf("apply %d: %+v", i, res)
+				return
+			}
+		}
+	}()
+	got, err := f.Encode()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the frozen state changed after Freeze")
+	}
+	if f.Revision() != 500 {
+		t.Fatalf("frozen revision %d, want 500", f.Revision())
+	}
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/isle-cluster/isle/raft/storeapi"
+)
+
+// isleCluster is three `isle server` processes on loopback.
+type isleCluster struct {
+	members []*isleMember
+}
+
+type isleMember struct {
+	name, storeAddr string
+	p               *proc
+	c               *storeapi.Client
+}
+
+func (c *isleCluster) system() string { return "isle" }
+
+func (c *isleCluster) procs() []*proc {
+	var ps []*proc
+	for _, m := range c.members {
+		ps = append(ps, m.p)
+	}
+	return ps
+}
+
+func (c *isleCluster) put(ctx context.Context, i int, key string, value []byte) error {
+	_, err := c.members[i].c.Put(ctx, key, value, -1)
+	return err
+}
+
+func (c *isleCluster) metricsURLs() []string {
+	var us []string
+	for _, m := range c.members {
+		us = append(us, "http://"+m.storeAddr+"/metrics")
+	}
+	return us
+}
+
+func (c *isleCluster) fsyncMetric() string { return "isle_raft_wal_sync_seconds" }
+
+// startIsle starts b1 with --init, then b2 and b3 joining it, and waits
+// until all three are voters with a leader. ports: three store, three raft.
+func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *http.Client) (*isleCluster, error) {
+	c := &isleCluster{}
+	for i := range 3 {
+		name := "b" + strconv.Itoa(i+1)
+		dir := filepath.Join(ws.dir, "isle-"+name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("start isle %s: %w", name, err)
+		}
+		m := &isleMember{name: name, storeAddr: "127.0.0.1:" + strconv.Itoa(ports[i])}
+		args := []string{"server", "--name", name, "--data-dir", dir,
+			"--store-addr", m.storeAddr, "--raft-addr", "127.0.0.1:" + strconv.Itoa(ports[3+i])}
+		if i == 0 {
+			args = append(args, "--init")
+		} else {
+			args = append(args, "--join", c.members[0].storeAddr)
+		}
+		p, err := ws.start("isle-"+name, os.Environ(), bin, args...)
+		if err != nil {
+			return nil, fmt.Errorf("start isle: %w", err)
+		}
+		m.p, m.c = p, storeapi.NewClient(m.storeAddr, hc)
+		c.members = append(c.members, m)
+		err = waitFor(ctx, 30*time.Second, "isle "+name+" to answer", []*proc{p}, func(ctx context.Context) error {
+			_, err := m.c.Status(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start isle: %w", err)
+		}
+	}
+	err := waitFor(ctx, 60*time.Second, "isle: 3 voters and a leader", c.procs(), c.ready)
+	if err != nil {
+		return nil, fmt.Errorf("start isle: %w", err)
+	}
+	slog.Info("isle ready", "store", c.members[0].storeAddr+" "+c.members[1].storeAddr+" "+c.members[2].storeAddr)
+	return c, nil
+}
+
+// ready holds when every member sees three voters, no learners, and a leader.
+func (c *isleCluster) ready(ctx context.Context) error {
+	for _, m := range c.members {
+		st, err := m.c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if len(st.Members) != 3 {
+			return fmt.Errorf("%s sees %d members", m.name, len(st.Members))
+		}
+		for _, mm := range st.Members {
+			if mm.Learner {
+				return fmt.Errorf("%s sees %s still a learner", m.name, mm.Name)
+			}
+		}
+		if st.Leader == 0 {
+			return errors.New(m.name + " sees no leader")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Targets isle is held to.
+const (
+	targetThroughput = 1.2 // isle/etcd writes/s at the target writer count, at least
+	targetWriters    = 64
+)
+
+// printReport writes the environment and the markdown tables.
+func printReport(w io.Writer, env environment, o options, cells []cellResult, idle []idleResult) {
+	fmt.Fprintf(w, "## Store benchmark: isle vs etcd, 3 members each on loopback\n\n")
+	fmt.Fprintf(w, "- isle: %s\n- etcd: %s (default fsync, v3 JSON gateway)\n", env.isleVersion, env.etcdVersion)
+	fmt.Fprintf(w, "- kernel %s, %d CPUs (%s)\n", env.kernel, env.cpus, env.cpuModel)
+	fmt.Fprintf(w, "- data: %s on %s\n", env.tempDir, env.disk)
+	fmt.Fprintf(w, "- each cell: %v warm-up, %v measured, %d-byte values, distinct keys, writes round-robin over the members\n\n",
+		o.warmup, o.duration, o.valueSize)
+
+	fmt.Fprintln(w, "| system | writers | writes/s | p50 ms | p99 ms | disk bytes/write |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, c := range cells {
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", c.system, c.writers,
+			group(c.writesPerSec()), ms(c.p50), ms(c.p99), group(c.bytesPerWrite()))
+	}
+	for _, c := range cells {
+		if c.failed > 0 {
+			fmt.Fprintf(w, "\n%s, %d writers: %d writes failed (first: %v)\n", c.system, c.writers, c.failed, c.firstErr)
+		}
+	}
+
+	fmt.Fprintln(w, "\nWAL fsyncs (sum over the three members, from their /metrics):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| system | writers | fsyncs/write | mean fsync ms |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+	for _, c := range cells {
+		mean := "-"
+		if c.fsyncs > 0 {
+			mean = fmt.Sprintf("%.2f", 1000*c.fsyncSecs/c.fsyncs)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.3f | %s |\n", c.system, c.writers, c.fsyncs/float64(c.writes), mean)
+	}
+
+	fmt.Fprintf(w, "\nIdle disk writes (%v after the load, over %v, no client traffic):\n\n", idleWait, o.idle)
+	fmt.Fprintln(w, "| system | total bytes/s | per member bytes/s |")
+	fmt.Fprintln(w, "| --- | ---: | --- |")
+	for _, r := range idle {
+		var each []string
+		for i, n := range r.names {
+			each = append(each, fmt.Sprintf("%s %s", n, group(r.perSec[i])))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.system, group(r.total), strings.Join(each, ", "))
+	}
+
+	fmt.Fprintln(w, "\nisle / etcd:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| writers | throughput | p99 |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: |")
+	for _, n := range o.writers {
+		is, et, ok := pair(cells, n)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "| %d | %.2f× | %.2f× |\n", n, is.writesPerSec()/et.writesPerSec(),
+			float64(is.p99)/float64(et.p99))
+	}
+
+	fmt.Fprintln(w, "\nTargets:")
+	fmt.Fprintln(w)
+	if is, et, ok := pair(cells, targetWriters); ok {
+		tr := is.writesPerSec() / et.writesPerSec()
+		fmt.Fprintf(w, "- %d writers, isle ≥ %.1f× etcd's writes/s: %s (%.2f×)\n", targetWriters, targetThroughput,
+			verdict(tr >= targetThroughput), tr)
+		fmt.Fprintf(w, "- %d writers, isle p99 no worse than etcd's: %s (%s ms vs %s ms)\n", targetWriters,
+			verdict(is.p99 <= et.p99), ms(is.p99), ms(et.p99))
+	} else {
+		fmt.Fprintf(w, "- %d writers: not measured (see -writers)\n", targetWriters)
+	}
+	for _, r := range idle {
+		if r.system == "isle" {
+			fmt.Fprintf(w, "- isle idle writes 0 B/s: %s (%s B/s)\n", verdict(r.total == 0), group(r.total))
+		}
+	}
+}
+
+// pair finds the isle and etcd cells of one writer count.
+func pair(cells []cellResult, writers int) (is, et cellResult, ok bool) {
+	var hasI, hasE bool
+	for _, c := range cells {
+		if c.writers != writers {
+			continue
+		}
+		switch c.system {
+		case "isle":
+			is, hasI = c, true
+		case "etcd":
+			et, hasE = c, true
+		}
+	}
+	return is, et, hasI && hasE && et.writes > 0 && et.p99 > 0
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "holds"
+	}
+	return "MISSED"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+
+// group formats a number rounded to an integer with thousands separators.
+func group(f float64) string {
+	s := strconv.FormatInt(int64(f+0.5), 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
