@@ -8,13 +8,13 @@ DIR=${DEMO_DIR:-/tmp/isle-demo}
 names=(pi1 pi2 pi3)
 
 store() { "$ISLE" store --server "127.0.0.1:$1" "${@:2}"; }
-port() { echo $((16443 + 10 * $1)); }   # store API: 16444, 16454, 16464; raft: +1
+port() { echo $((16443 + 10 * $1)); }   # store API: 16444, 16454, 16464; raft: +1; Kubernetes API: +2
 
-start_member() { # index, then --init or --join ADDR
+start_member() { # index, then --init or --join ADDR --token T
   local i=$1 name=${names[$1]} p; p=$(port "$i")
   mkdir -p "$DIR/$name"
-  nohup "$ISLE" server "${@:2}" --name "$name" --data-dir "$DIR/$name" \
-    --store-addr "127.0.0.1:$((p + 1))" --raft-addr "127.0.0.1:$((p + 2))" \
+  nohup "$ISLE" server "${@:2}" --name "$name" --data-dir "$DIR/$name" --address 127.0.0.1 \
+    --store-addr "127.0.0.1:$((p + 1))" --raft-port "$((p + 2))" --api-port "$((p + 3))" \
     >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
   disown
@@ -46,8 +46,9 @@ start)
   echo "== starting pi1 with --init, then pi2 and pi3 with --join"
   start_member 0 --init
   wait_until 10 store 16444 status
-  start_member 1 --join 127.0.0.1:16444
-  start_member 2 --join 127.0.0.1:16444
+  token=$(cat "$DIR/pi1/token")
+  start_member 1 --join 127.0.0.1:16446 --token "$token"
+  start_member 2 --join 127.0.0.1:16446 --token "$token"
   wait_until 20 bash -c "'$ISLE' store --server 127.0.0.1:16444 status | grep -cE '^[0-9a-f]+ +[^ ]+ +(voter|leader) ' | grep -qx 3"
   store 16444 status
   echo; echo "== write on pi1, read (linearizable) on pi3"

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,13 +49,17 @@ type storeCluster struct {
 }
 
 type member struct {
-	name, bin, dir  string
-	storeAddr, raft string
-	join            string
-	cmd             *exec.Cmd
-	log             *os.File
-	exited          chan struct{}
+	name, bin, dir    string
+	storeAddr         string
+	apiPort, raftPort int
+	join, token       string
+	cmd               *exec.Cmd
+	log               *os.File
+	exited            chan struct{}
 }
+
+// apiAddr is the member's Kubernetes API address.
+func (m *member) apiAddr() string { return "127.0.0.1:" + strconv.Itoa(m.apiPort) }
 
 func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAddr, nil) }
 
@@ -62,12 +67,12 @@ func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAd
 // restarted member ignores --init/--join).
 func (m *member) start(t *testing.T) {
 	t.Helper()
-	args := []string{"server", "--name", m.name, "--data-dir", m.dir,
-		"--store-addr", m.storeAddr, "--raft-addr", m.raft}
+	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
+		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort)}
 	if m.join == "" {
 		args = append(args, "--init")
 	} else {
-		args = append(args, "--join", m.join)
+		args = append(args, "--join", m.join, "--token", m.token)
 	}
 	m.cmd = exec.Command(m.bin, args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
@@ -109,10 +114,15 @@ func startStore(t *testing.T, bin string, n int) *storeCluster {
 		m := &member{
 			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
 			storeAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-			raft:      "127.0.0.1:" + strconv.Itoa(freePort(t)),
+			apiPort:   freePort(t), raftPort: freePort(t),
 		}
 		if i > 0 {
-			m.join = c.members[0].storeAddr
+			m.join = c.members[0].apiAddr()
+			tok, err := os.ReadFile(filepath.Join(c.members[0].dir, "token"))
+			if err != nil {
+				t.Fatalf("read the first server's token: %v", err)
+			}
+			m.token = strings.TrimSpace(string(tok))
 		}
 		f, err := os.Create(filepath.Join(logDir, m.name+".log"))
 		if err != nil {

@@ -17,6 +17,7 @@ func newRootCommand() *cobra.Command {
 		newVersionCommand(),
 		newServerCommand(),
 		newStoreCommand(),
+		newKubeconfigCommand(),
 	)
 	return root
 }

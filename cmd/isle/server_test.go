@@ -8,20 +8,29 @@ import (
 )
 
 func TestServerFlagsValidate(t *testing.T) {
+	ok := func() serverFlags {
+		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, storeAddr: "127.0.0.1:6444"}
+	}
 	cases := []struct {
-		name string
-		f    serverFlags
-		want string // substring of the error; "" for none
+		name   string
+		change func(*serverFlags)
+		want   string // substring of the error; "" for none
 	}{
-		{"init", serverFlags{init: true, name: "pi1", raftAddr: "10.0.0.1:6445", storeAddr: "127.0.0.1:6444"}, ""},
-		{"both init and join", serverFlags{init: true, join: "x:1", name: "pi1", raftAddr: "10.0.0.1:6445", storeAddr: "127.0.0.1:6444"}, "not both"},
-		{"wildcard raft address", serverFlags{init: true, name: "pi1", raftAddr: "0.0.0.0:6445", storeAddr: "127.0.0.1:6444"}, "--raft-addr"},
-		{"no port", serverFlags{init: true, name: "pi1", raftAddr: "10.0.0.1", storeAddr: "127.0.0.1:6444"}, "--raft-addr"},
-		{"port zero", serverFlags{init: true, name: "pi1", raftAddr: "10.0.0.1:6445", storeAddr: "127.0.0.1:0"}, "--store-addr"},
+		{"init", func(*serverFlags) {}, ""},
+		{"both init and join", func(f *serverFlags) { f.join = "10.0.0.2:6443"; f.token = "x" }, "not both"},
+		{"join without token", func(f *serverFlags) { f.init = false; f.join = "10.0.0.2:6443" }, "--token"},
+		{"wildcard address", func(f *serverFlags) { f.address = "0.0.0.0" }, "--address"},
+		{"not an address", func(f *serverFlags) { f.address = "pi1.local" }, "--address"},
+		{"port out of range", func(f *serverFlags) { f.apiPort = 70000 }, "--api-port"},
+		{"same ports", func(f *serverFlags) { f.raftPort = 6443 }, "two ports"},
+		{"store port zero", func(f *serverFlags) { f.storeAddr = "127.0.0.1:0" }, "--store-addr"},
+		{"store off", func(f *serverFlags) { f.storeAddr = "" }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.f.validate()
+			f := ok()
+			tc.change(&f)
+			err := f.validate()
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)

@@ -31,6 +31,7 @@ type Watcher struct {
 	minRev     int64     // live: queue only revisions >= minRev
 	pending    [][]Event // live: queued batches, oldest first
 	catchingUp bool
+	inflight   int   // batches taken from the queue or history, not yet received
 	from       int64 // catching up: first revision still owed
 	stopErr    error // set with stop
 	err        error // final error, set before c is closed
@@ -163,6 +164,9 @@ func (w *Watcher) loop() error {
 		for _, b := range batches {
 			select {
 			case w.c <- b:
+				w.mu.Lock()
+				w.inflight--
+				w.mu.Unlock()
 			case <-w.stop:
 				return w.stopError()
 			case <-w.ctx.Done():
@@ -183,6 +187,7 @@ func (w *Watcher) next() ([][]Event, error) {
 	if !w.catchingUp {
 		b := w.pending
 		w.pending = nil
+		w.inflight = len(b) // taken in the same critical section: Progress never misses them
 		w.mu.Unlock()
 		return b, nil
 	}
@@ -221,7 +226,24 @@ func (w *Watcher) readHistory() ([][]Event, error) {
 			batches = nil
 		}
 	}
+	w.inflight = len(batches)
 	return batches, nil
+}
+
+// Progress returns a revision through which the reader has received every
+// matching event, and whether that is known now: it is not while the
+// watcher is catching up or has batches not yet received. An API server
+// uses it for bookmarks, which let a client resume after a quiet spell.
+func (w *Watcher) Progress() (int64, bool) {
+	s := w.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.catchingUp || len(w.pending) > 0 || w.inflight > 0 || w.stopErr != nil {
+		return 0, false
+	}
+	return max(s.rev, w.minRev-1), true
 }
 
 func (w *Watcher) stopError() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 func watch(t *testing.T, s *Store, prefix string, afterRev int64) *Watcher {
@@ -369,5 +370,44 @@ func TestWatchManyWatchersConcurrent(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestWatchProgress(t *testing.T) {
+	s := New(quietOptions())
+	mustApply(t, s, put("/a/1", "x", -1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := s.Watch(ctx, "/a/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Revision 1 is owed to the reader: progress is not known yet.
+	deadline := time.Now().Add(waitTimeout)
+	if _, ok := w.Progress(); ok {
+		t.Fatal("progress known while revision 1 was not received")
+	}
+	recvBatch(t, w)
+	mustApply(t, s, put("/b/1", "y", -1)) // another prefix moves the store on
+	for {
+		rev, ok := w.Progress()
+		if ok {
+			if rev != 2 {
+				t.Fatalf("progress %d, want 2", rev)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("progress never became known")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mustApply(t, s, put("/a/2", "z", -1))
+	// The batch of revision 3 is queued or in flight until received.
+	if rev, ok := w.Progress(); ok && rev >= 3 {
+		t.Fatalf("progress %d reported before revision 3 was received", rev)
+	}
+	if b := recvBatch(t, w); b[0].KV.ModRevision != 3 {
+		t.Fatalf("got revision %d, want 3", b[0].KV.ModRevision)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/isle-cluster/isle/raft/storeapi"
@@ -51,7 +52,8 @@ func (c *isleCluster) metricsURLs() []string {
 func (c *isleCluster) fsyncMetric() string { return "isle_raft_wal_sync_seconds" }
 
 // startIsle starts b1 with --init, then b2 and b3 joining it, and waits
-// until all three are voters with a leader. ports: three store, three raft.
+// until all three are voters with a leader. ports: three store, three
+// raft, three API.
 func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *http.Client) (*isleCluster, error) {
 	c := &isleCluster{}
 	for i := range 3 {
@@ -61,12 +63,16 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 			return nil, fmt.Errorf("start isle %s: %w", name, err)
 		}
 		m := &isleMember{name: name, storeAddr: "127.0.0.1:" + strconv.Itoa(ports[i])}
-		args := []string{"server", "--name", name, "--data-dir", dir,
-			"--store-addr", m.storeAddr, "--raft-addr", "127.0.0.1:" + strconv.Itoa(ports[3+i])}
+		args := []string{"server", "--name", name, "--data-dir", dir, "--address", "127.0.0.1",
+			"--store-addr", m.storeAddr, "--raft-port", strconv.Itoa(ports[3+i]), "--api-port", strconv.Itoa(ports[6+i])}
 		if i == 0 {
 			args = append(args, "--init")
 		} else {
-			args = append(args, "--join", c.members[0].storeAddr)
+			tok, err := os.ReadFile(filepath.Join(ws.dir, "isle-b1", "token"))
+			if err != nil {
+				return nil, fmt.Errorf("start isle %s: read b1's token: %w", name, err)
+			}
+			args = append(args, "--join", "127.0.0.1:"+strconv.Itoa(ports[6]), "--token", strings.TrimSpace(string(tok)))
 		}
 		p, err := ws.start("isle-"+name, os.Environ(), bin, args...)
 		if err != nil {

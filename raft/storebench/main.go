@@ -114,7 +114,7 @@ func run(ctx context.Context, o options) (err error) {
 		ws.teardown(err != nil && ctx.Err() == nil, o.keep)
 	}()
 
-	ports, err := freePorts(12)
+	ports, err := freePorts(15)
 	if err != nil {
 		return err
 	}
@@ -122,12 +122,12 @@ func run(ctx context.Context, o options) (err error) {
 	defer hc.CloseIdleConnections()
 
 	slog.Info("starting isle members", "dir", env.tempDir)
-	isle, err := startIsle(ctx, ws, o.isle, ports[:6], hc)
+	isle, err := startIsle(ctx, ws, o.isle, ports[:9], hc)
 	if err != nil {
 		return err
 	}
 	slog.Info("starting etcd members")
-	etcd, err := startEtcd(ctx, ws, o.etcd, ports[6:], hc)
+	etcd, err := startEtcd(ctx, ws, o.etcd, ports[9:], hc)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/isle-cluster/isle/control/cluster"
+)
+
+func newKubeconfigCommand() *cobra.Command {
+	var dataDir, out, server string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print (or write) an administrator's kubeconfig for the server of a data directory",
+		Long: `Issue an administrator's client certificate (system:masters) from the cluster
+CA kept in DATA-DIR and print a kubeconfig for it, or write it to -o FILE (0600).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := cluster.AdminKubeconfig(dataDir, server, time.Now())
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			if err := os.WriteFile(out, b, 0o600); err != nil {
+				return fmt.Errorf("kubeconfig: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of a server")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the kubeconfig to this file instead of printing it")
+	cmd.Flags().StringVar(&server, "server", "", "API server URL (default: the one the server recorded)")
+	return cmd
+}

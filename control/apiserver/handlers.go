@@ -1,0 +1,407 @@
+package apiserver
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// MaxBodyBytes bounds a request body, as Kubernetes' 3 MiB.
+const MaxBodyBytes = 3 << 20
+
+var parameterCodec = runtime.NewParameterCodec(registry.Scheme)
+
+// optionsGV is where the option types (ListOptions, ...) are registered
+// for query parameter decoding.
+var optionsGV = schema.GroupVersion{Version: "v1"}
+
+// readBody reads a bounded request body.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest("read the request body: " + err.Error())
+	}
+	if len(b) > MaxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+	}
+	return b, nil
+}
+
+// bodyFormat checks Content-Type for a create or update.
+func bodyFormat(r *http.Request) (registry.Format, error) {
+	mt, _, perr := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case r.Header.Get("Content-Type") == "" || (perr == nil && mt == "application/json"):
+		return registry.FormatJSON, nil
+	case perr == nil && (mt == "application/yaml" || mt == "application/x-yaml"):
+		return registry.FormatYAML, nil
+	case perr == nil && mt == "application/vnd.kubernetes.protobuf":
+		return registry.FormatProtobuf, nil
+	}
+	return 0, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schemaGR(""), "",
+		fmt.Sprintf("the body of the request was in an unknown format (%s); accepted media types: application/json, application/yaml, application/vnd.kubernetes.protobuf", r.Header.Get("Content-Type")), 0, false)
+}
+
+func fieldValidation(r *http.Request) (registry.FieldValidation, error) {
+	switch v := r.URL.Query().Get("fieldValidation"); v {
+	case "", "Warn":
+		return registry.FieldValidationWarn, nil
+	case "Strict", "Ignore":
+		return registry.FieldValidation(v), nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation %q: want Strict, Warn or Ignore", v))
+	}
+}
+
+func writeOpts(r *http.Request) registry.WriteOptions {
+	return registry.WriteOptions{DryRun: len(r.URL.Query()["dryRun"]) > 0}
+}
+
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, warn := range warnings {
+		w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(warn, `"`, `'`)+`"`)
+	}
+}
+
+// serveResource serves one resource request after authorization.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) {
+	res := req.Resource
+	switch req.Subresource {
+	case "":
+	case "status":
+		if !res.Status || !oneOf(req.Verb, "get", "update", "patch") {
+			s.writeError(w, r, notFound())
+			return
+		}
+	case "scale":
+		if res.Scale {
+			s.serveScale(w, r, req)
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	case "binding", "eviction":
+		if res.Resource == "pods" && req.Verb == "create" {
+			s.servePodSubresource(w, r, req)
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	case "log", "exec", "attach", "portforward":
+		if res.Resource == "pods" {
+			s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf(
+				"pods/%s needs the node agent of the pod's board, which this cluster does not run yet", req.Subresource)))
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	case "finalize":
+		if res.Resource != "namespaces" || req.Verb != "update" {
+			s.writeError(w, r, notFound())
+			return
+		}
+		req.Subresource = ""
+	default:
+		s.writeError(w, r, notFound())
+		return
+	}
+	switch req.Verb {
+	case "get":
+		var opts metav1.GetOptions
+		if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
+			s.writeError(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		obj, err := s.store.Get(r.Context(), res, req.Namespace, req.Name, opts)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeObject(w, r, http.StatusOK, res, obj)
+	case "list":
+		opts, err := listOptions(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		list, err := s.store.List(r.Context(), res, req.Namespace, opts)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeObject(w, r, http.StatusOK, res, list)
+	case "watch":
+		s.serveWatch(w, r, req)
+	case "create":
+		s.serveCreate(w, r, req)
+	case "update":
+		s.serveUpdate(w, r, req)
+	case "patch":
+		s.servePatch(w, r, req)
+	case "delete":
+		s.serveDelete(w, r, req)
+	case "deletecollection":
+		s.serveDeleteCollection(w, r, req)
+	default:
+		s.writeError(w, r, apierrors.NewMethodNotSupported(res.GroupVersionResource.GroupResource(), r.Method))
+	}
+}
+
+func listOptions(r *http.Request) (metav1.ListOptions, error) {
+	var opts metav1.ListOptions
+	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	return opts, nil
+}
+
+func (s *Server) decodeBody(r *http.Request, res *registry.Resource) (runtime.Object, []string, error) {
+	format, err := bodyFormat(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	mode, err := fieldValidation(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return registry.Decode(res, body, format, mode)
+}
+
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request) {
+	if req.Name != "" {
+		s.writeError(w, r, apierrors.NewMethodNotSupported(req.Resource.GroupVersionResource.GroupResource(), "POST to a named object"))
+		return
+	}
+	obj, warnings, err := s.decodeBody(r, req.Resource)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Creates are authorized here, once the object's name is known.
+	req.Name = obj.(metav1.Object).GetName()
+	if err := s.authorize(r.Context(), userFrom(r.Context()), req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.store.Create(r.Context(), req.Resource, req.Namespace, obj, writeOpts(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	addWarnings(w, warnings)
+	s.writeObject(w, r, http.StatusCreated, req.Resource, out)
+}
+
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request) {
+	obj, warnings, err := s.decodeBody(r, req.Resource)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.store.Update(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, obj, writeOpts(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	addWarnings(w, warnings)
+	s.writeObject(w, r, http.StatusOK, req.Resource, out)
+}
+
+func patchType(r *http.Request) (types.PatchType, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil {
+		switch pt := types.PatchType(mt); pt {
+		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+			return pt, nil
+		}
+	}
+	return "", apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(""), "",
+		fmt.Sprintf("the body of the request was in an unknown format (%s); accepted media types: %s, %s, %s",
+			r.Header.Get("Content-Type"), types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+}
+
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request) {
+	pt, err := patchType(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mode, err := fieldValidation(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, warnings, err := s.store.Patch(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, pt, body, mode, writeOpts(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	addWarnings(w, warnings)
+	s.writeObject(w, r, http.StatusOK, req.Resource, out)
+}
+
+func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
+	var opts metav1.DeleteOptions
+	body, err := readBody(r)
+	if err != nil {
+		return opts, err
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if _, _, err := registry.Codecs().Decode(body, nil, &opts); err != nil {
+			return opts, apierrors.NewBadRequest("decode DeleteOptions: " + err.Error())
+		}
+	}
+	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	return opts, nil
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req request) {
+	opts, err := deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, deleted, err := s.store.Delete(r.Context(), req.Resource, req.Namespace, req.Name, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if deleted && req.Resource.Resource != "pods" {
+		m := obj.(metav1.Object)
+		writeBody(w, http.StatusOK, negotiate(r), &metav1.Status{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+			Status:   metav1.StatusSuccess,
+			Details:  &metav1.StatusDetails{Name: m.GetName(), Group: req.Resource.Group, Kind: req.Resource.Resource, UID: m.GetUID()},
+		})
+		return
+	}
+	s.writeObject(w, r, http.StatusOK, req.Resource, obj)
+}
+
+func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, req request) {
+	lopts, err := listOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	dopts, err := deleteOptions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := s.store.DeleteCollection(r.Context(), req.Resource, req.Namespace, lopts, dopts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeObject(w, r, http.StatusOK, req.Resource, list)
+}
+
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req request) {
+	var sc *autoscalingv1.Scale
+	var err error
+	switch req.Verb {
+	case "get":
+		sc, err = s.store.GetScale(r.Context(), req.Resource, req.Namespace, req.Name)
+	case "update":
+		var body []byte
+		if body, err = readBody(r); err == nil {
+			sc = &autoscalingv1.Scale{}
+			if _, _, derr := registry.Codecs().Decode(body, nil, sc); derr != nil {
+				err = apierrors.NewBadRequest("decode Scale: " + derr.Error())
+			} else {
+				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, sc, "", nil)
+			}
+		}
+	case "patch":
+		var pt types.PatchType
+		if pt, err = patchType(r); err == nil {
+			var body []byte
+			if body, err = readBody(r); err == nil {
+				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, nil, pt, body)
+			}
+		}
+	default:
+		err = notFound()
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeBody(w, http.StatusOK, negotiate(r), sc)
+}
+
+// servePodSubresource serves pods/binding (the scheduler's) and
+// pods/eviction (kubectl drain's).
+func (s *Server) servePodSubresource(w http.ResponseWriter, r *http.Request, req request) {
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch req.Subresource {
+	case "binding":
+		var b corev1.Binding
+		if _, _, err := registry.Codecs().Decode(body, nil, &b); err != nil {
+			s.writeError(w, r, apierrors.NewBadRequest("decode Binding: "+err.Error()))
+			return
+		}
+		if err := s.store.Bind(r.Context(), req.Namespace, req.Name, &b); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeBody(w, http.StatusCreated, negotiate(r), &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	case "eviction":
+		var ev policyv1.Eviction
+		if _, _, err := registry.Codecs().Decode(body, nil, &ev); err != nil {
+			s.writeError(w, r, apierrors.NewBadRequest("decode Eviction: "+err.Error()))
+			return
+		}
+		opts := metav1.DeleteOptions{}
+		if ev.DeleteOptions != nil {
+			opts = *ev.DeleteOptions
+		}
+		if _, _, err := s.store.Delete(r.Context(), req.Resource, req.Namespace, req.Name, opts); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeBody(w, http.StatusCreated, negotiate(r), &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	}
+}
+
+func notFound() error {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "", "the server could not find the requested resource", 0, false)
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+// Package apiserver serves the Kubernetes REST API over HTTPS on top of
+// package registry: routing of resource URLs, content negotiation (JSON,
+// YAML, Tables for kubectl), watches, discovery (legacy and aggregated),
+// the OpenAPI v3 documents kubectl apply needs, health endpoints,
+// authentication (client certificates of the cluster CA, bearer tokens)
+// and authorization.
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// kubeVersion is the Kubernetes version isle's API corresponds to. kubectl
+// picks its behaviour (and the dispatcher on these machines its binary)
+// from it.
+const kubeVersion = "v1.32.4"
+
+// Config configures a Server.
+type Config struct {
+	Store *registry.Store // required
+	// AdvertiseAddr is this server's host:port as clients reach it.
+	AdvertiseAddr string
+	// Tokens resolves bearer tokens; nil accepts none.
+	Tokens TokenAuthenticator
+	// Ready reports whether this server can serve (it has a store quorum).
+	// nil: always.
+	Ready func(ctx context.Context) error
+	// Extra serves paths under /isle/ (joining, say), after authentication
+	// is up to it.
+	Extra http.Handler
+	// Metrics is the registry for /metrics. nil: a new one.
+	Metrics *prometheus.Registry
+	// IsleVersion and IsleCommit are reported in /version.
+	IsleVersion, IsleCommit string
+	Logger                  *slog.Logger
+	Now                     func() time.Time
+}
+
+// Server is the API server. It is an http.Handler.
+type Server struct {
+	cfg     Config
+	store   *registry.Store
+	log     *slog.Logger
+	now     func() time.Time
+	metrics *metrics
+	openapi openAPI
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	return &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: newMetrics(cfg.Metrics)}
+}
+
+type userKey struct{}
+
+func userFrom(ctx context.Context) *User {
+	u, _ := ctx.Value(userKey{}).(*User)
+	return u
+}
+
+// ServeHTTP routes one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	verb, resource := s.serve(rec, r)
+	if verb != "watch" {
+		s.metrics.requests.WithLabelValues(verb, resource, strconv.Itoa(rec.code)).Inc()
+		s.metrics.latency.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource string) {
+	path := r.URL.Path
+	switch path {
+	case "/livez", "/healthz", "/readyz":
+		s.serveHealth(w, r)
+		return "health", ""
+	case "/version", "/version/":
+		writeBody(w, http.StatusOK, output{}, s.version())
+		return "version", ""
+	}
+	if strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/") || strings.HasPrefix(path, "/healthz/") {
+		s.serveHealth(w, r)
+		return "health", ""
+	}
+	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil {
+		s.cfg.Extra.ServeHTTP(w, r)
+		return "isle", ""
+	}
+	u := s.authenticate(r)
+	if u == nil {
+		s.writeError(w, r, unauthorized())
+		return "unauthorized", ""
+	}
+	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+	switch {
+	case path == "/metrics":
+		promhttpHandler(s.cfg.Metrics).ServeHTTP(w, r)
+		return "metrics", ""
+	case path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
+		s.serveOpenAPI(w, r)
+		return "openapi", ""
+	case path == "/openapi/v2":
+		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "",
+			"isle serves OpenAPI v3 only (/openapi/v3)", 0, false))
+		return "openapi", ""
+	}
+	if s.serveDiscovery(w, r) {
+		return "discovery", ""
+	}
+	req, ok, msg := s.parseResourcePath(r)
+	if !ok || msg != "" {
+		s.writeError(w, r, notFound())
+		return "notfound", ""
+	}
+	if req.Verb == "" {
+		s.writeError(w, r, apierrors.NewMethodNotSupported(req.Resource.GroupVersionResource.GroupResource(), r.Method))
+		return "unsupported", req.Resource.Resource
+	}
+	if req.Verb != "create" {
+		if err := s.authorize(r.Context(), u, req); err != nil {
+			s.writeError(w, r, err)
+			return req.Verb, req.Resource.Resource
+		}
+	}
+	s.serveResource(w, r, req)
+	return req.Verb, req.Resource.Resource
+}
+
+func (s *Server) version() *version.Info {
+	v := strings.TrimPrefix(kubeVersion, "v")
+	parts := strings.SplitN(v, ".", 3)
+	return &version.Info{
+		Major: parts[0], Minor: parts[1], GitVersion: kubeVersion,
+		GitCommit: s.cfg.IsleCommit, GitTreeState: "clean", BuildDate: "",
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// statusRecorder remembers the status code for metrics; it passes
+// flushing through for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// systemNamespaces exist in every cluster from the start.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// bootstrapObjects creates, on the leader, what every Kubernetes cluster
+// has from the start: the system namespaces and the kubernetes Service.
+// It is idempotent and retries until it has succeeded or ctx ends.
+func bootstrapObjects(ctx context.Context, store *registry.Store, log *slog.Logger) {
+	for {
+		err := ensureObjects(ctx, store)
+		if err == nil {
+			return
+		}
+		log.Warn("cluster: creating the initial objects failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func ensureObjects(ctx context.Context, store *registry.Store) error {
+	rs := store.Resources()
+	nsRes, _ := rs.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
+	svcRes, _ := rs.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
+	for _, ns := range systemNamespaces {
+		if err := ensure(ctx, store, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	kubernetes := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: store.ServiceCIDR().Addr().Next().String(),
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromInt32(6443)}},
+			SessionAffinity: corev1.ServiceAffinityNone,
+		},
+	}
+	return ensure(ctx, store, svcRes, "default", kubernetes)
+}
+
+// ensure creates obj unless it exists.
+func ensure(ctx context.Context, store *registry.Store, r *registry.Resource, ns string, obj runtime.Object) error {
+	_, err := store.Create(ctx, r, ns, obj, registry.WriteOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}

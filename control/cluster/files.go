@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/isle-cluster/isle/control/pki"
+)
+
+// The files a server keeps in its data directory besides the store:
+//
+//	token               the cluster token (0600): it decrypts the CA key
+//	pki/ca.crt          the cluster CA certificate
+//	pki/ca.key.sealed   the CA key, sealed with the token's secret
+//	cluster.json        this server's API address, for `isle kubeconfig`
+const (
+	tokenFile     = "token"
+	caCertFile    = "pki/ca.crt"
+	caKeySealed   = "pki/ca.key.sealed"
+	clusterFile   = "cluster.json"
+	storeDirName  = "store"
+	fileMode      = 0o600
+	directoryMode = 0o700
+)
+
+// Identity is what a server needs to prove and to trust: the token and
+// the CA (with its key).
+type Identity struct {
+	Token pki.Token
+	CA    *pki.CA
+}
+
+// localInfo is cluster.json.
+type localInfo struct {
+	APIServer string `json:"apiServer"` // https://host:port
+}
+
+func writeFile(dir, name string, data []byte) error {
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), directoryMode); err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, fileMode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// saveIdentity writes the token and the CA (key sealed) to dir.
+func saveIdentity(dir string, id Identity) error {
+	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	if err != nil {
+		return fmt.Errorf("save identity: %w", err)
+	}
+	for name, data := range map[string][]byte{
+		tokenFile: []byte(id.Token.String() + "\n"), caCertFile: id.CA.CertPEM, caKeySealed: sealed,
+	} {
+		if err := writeFile(dir, name, data); err != nil {
+			return fmt.Errorf("save identity: %w", err)
+		}
+	}
+	return nil
+}
+
+// LoadIdentity reads the token and the CA from a server's data directory.
+func LoadIdentity(dir string) (Identity, error) {
+	var id Identity
+	tb, err := os.ReadFile(filepath.Join(dir, tokenFile))
+	if err != nil {
+		return id, fmt.Errorf("load identity: %w (is %s the data directory of an isle server?)", err, dir)
+	}
+	if id.Token, err = pki.ParseToken(strings.TrimSpace(string(tb))); err != nil {
+		return id, fmt.Errorf("load identity: %s: %w", filepath.Join(dir, tokenFile), err)
+	}
+	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	if err != nil {
+		return id, fmt.Errorf("load identity: %w", err)
+	}
+	sealed, err := os.ReadFile(filepath.Join(dir, caKeySealed))
+	if err != nil {
+		return id, fmt.Errorf("load identity: %w", err)
+	}
+	keyPEM, err := pki.Open(sealed, id.Token.Secret, pki.InfoCAKey)
+	if err != nil {
+		return id, fmt.Errorf("load identity: %s: %w (the token file does not belong to this CA key)", filepath.Join(dir, caKeySealed), err)
+	}
+	if id.CA, err = pki.ParseCA(certPEM, keyPEM); err != nil {
+		return id, fmt.Errorf("load identity: %w", err)
+	}
+	if pki.CAHash(id.CA.Cert) != id.Token.CAHash {
+		return id, errors.New("load identity: the token's CA hash does not match pki/ca.crt")
+	}
+	return id, nil
+}
+
+func hasIdentity(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, tokenFile))
+	return err == nil
+}
+
+// newIdentity makes a new cluster's CA and token.
+func newIdentity(now time.Time) (Identity, error) {
+	ca, err := pki.NewCA("isle-ca", now)
+	if err != nil {
+		return Identity{}, err
+	}
+	tok, err := pki.NewToken(ca)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{Token: tok, CA: ca}, nil
+}
+
+func saveLocalInfo(dir string, info localInfo) error {
+	b, _ := json.Marshal(info)
+	return writeFile(dir, clusterFile, b)
+}
+
+// LocalAPIServer returns the API server URL recorded in a data directory.
+func LocalAPIServer(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, clusterFile))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", filepath.Join(dir, clusterFile), err)
+	}
+	var info localInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.APIServer == "" {
+		return "", fmt.Errorf("read %s: damaged", filepath.Join(dir, clusterFile))
+	}
+	return info.APIServer, nil
+}
+
+// AdminKubeconfig issues an administrator's client certificate from the
+// CA in dir and returns a kubeconfig for server.
+func AdminKubeconfig(dir, server string, now time.Time) ([]byte, error) {
+	id, err := LoadIdentity(dir)
+	if err != nil {
+		return nil, err
+	}
+	if server == "" {
+		if server, err = LocalAPIServer(dir); err != nil {
+			return nil, err
+		}
+	}
+	certPEM, keyPEM, err := id.CA.IssueClient("isle-admin", []string{"system:masters"}, now)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return pki.Kubeconfig("isle", server, id.CA.CertPEM, "isle-admin", certPEM, keyPEM, "")
+}

@@ -1,0 +1,217 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/raft/kv"
+)
+
+// garbageCollector follows ownerReferences, as Kubernetes' garbage collector:
+//   - an object all of whose owners are gone is deleted (background);
+//   - an owner deleted with propagation Foreground ("foregroundDeletion"
+//     finalizer) loses that finalizer once its dependents are gone, which
+//     it deletes first;
+//   - an owner deleted with propagation Orphan ("orphan" finalizer) has its
+//     references removed from its dependents, then loses the finalizer.
+//
+// It sweeps the whole store after deletions (debounced) and every minute:
+// isle's stores are small, and a sweep costs no writes unless it acts.
+type garbageCollector struct {
+	store *registry.Store
+	log   *slog.Logger
+}
+
+func (c *garbageCollector) Name() string { return "garbagecollector" }
+
+// gcDebounce gathers the deletions of a cascade into one sweep.
+const (
+	gcDebounce = 200 * time.Millisecond
+	gcResync   = time.Minute
+)
+
+func (c *garbageCollector) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		w, err := c.store.Node().Watch(ctx, "/registry/", c.store.Node().KV().Revision())
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		c.loop(ctx, w)
+	}
+}
+
+func (c *garbageCollector) loop(ctx context.Context, w *kv.Watcher) {
+	c.sweep(ctx)
+	resync := time.NewTicker(gcResync)
+	defer resync.Stop()
+	var due <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-resync.C:
+			c.sweep(ctx)
+		case <-due:
+			due = nil
+			c.sweep(ctx)
+		case batch, ok := <-w.C():
+			if !ok {
+				return
+			}
+			for _, ev := range batch {
+				if ev.Type == kv.EventDelete || hasDeletionMark(ev) {
+					if due == nil {
+						due = time.After(gcDebounce)
+					}
+				}
+			}
+		}
+	}
+}
+
+// hasDeletionMark spots a write that set a deletionTimestamp without
+// decoding the object.
+func hasDeletionMark(ev kv.Event) bool {
+	return ev.Type == kv.EventPut && bytes.Contains(ev.KV.Value, []byte(`"deletionTimestamp"`))
+}
+
+// item is one stored object as the collector sees it.
+type item struct {
+	res *registry.Resource
+	obj metav1.Object
+}
+
+func (c *garbageCollector) sweep(ctx context.Context) {
+	var items []item
+	byUID := map[types.UID]item{}
+	for _, r := range c.store.Resources().All() {
+		if r.StorageVersion != "" {
+			continue
+		}
+		list, err := c.store.List(ctx, r, "", metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			c.log.Warn("garbage collector: list", "resource", r.String(), "err", err)
+			return
+		}
+		objs, _ := meta.ExtractList(list)
+		for _, o := range objs {
+			m, _ := meta.Accessor(o)
+			it := item{res: r, obj: m}
+			items = append(items, it)
+			byUID[m.GetUID()] = it
+		}
+	}
+	dependents := map[types.UID][]item{}
+	for _, it := range items {
+		refs := it.obj.GetOwnerReferences()
+		if len(refs) == 0 {
+			continue
+		}
+		alive := false
+		for _, ref := range refs {
+			if owner, ok := byUID[ref.UID]; ok && sameNamespace(owner, it) {
+				alive = true
+				dependents[ref.UID] = append(dependents[ref.UID], it)
+			}
+		}
+		if !alive && it.obj.GetDeletionTimestamp() == nil {
+			c.delete(ctx, it, metav1.DeletePropagationBackground)
+		}
+	}
+	for _, owner := range items {
+		if owner.obj.GetDeletionTimestamp() == nil {
+			continue
+		}
+		fs := owner.obj.GetFinalizers()
+		switch {
+		case slices.Contains(fs, metav1.FinalizerDeleteDependents):
+			deps := dependents[owner.obj.GetUID()]
+			for _, d := range deps {
+				if d.obj.GetDeletionTimestamp() == nil {
+					c.delete(ctx, d, metav1.DeletePropagationForeground)
+				}
+			}
+			if len(deps) == 0 {
+				c.dropFinalizer(ctx, owner, metav1.FinalizerDeleteDependents)
+			}
+		case slices.Contains(fs, metav1.FinalizerOrphanDependents):
+			for _, d := range dependents[owner.obj.GetUID()] {
+				c.orphan(ctx, d, owner.obj.GetUID())
+			}
+			c.dropFinalizer(ctx, owner, metav1.FinalizerOrphanDependents)
+		}
+	}
+}
+
+// sameNamespace: a namespaced dependent's owner is in its namespace or
+// cluster-scoped.
+func sameNamespace(owner, dep item) bool {
+	return !owner.res.Namespaced || owner.obj.GetNamespace() == dep.obj.GetNamespace()
+}
+
+func (c *garbageCollector) delete(ctx context.Context, it item, policy metav1.DeletionPropagation) {
+	uid := it.obj.GetUID()
+	_, _, err := c.store.Delete(ctx, it.res, it.obj.GetNamespace(), it.obj.GetName(), metav1.DeleteOptions{
+		PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		c.log.Warn("garbage collector: delete", "resource", it.res.String(), "namespace", it.obj.GetNamespace(), "name", it.obj.GetName(), "err", err)
+		return
+	}
+	if err == nil {
+		c.log.Info("garbage collector: deleted dependent", "resource", it.res.String(), "namespace", it.obj.GetNamespace(), "name", it.obj.GetName())
+	}
+}
+
+func (c *garbageCollector) orphan(ctx context.Context, it item, owner types.UID) {
+	c.mutate(ctx, it, func(m metav1.Object) {
+		m.SetOwnerReferences(slices.DeleteFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner }))
+	})
+}
+
+func (c *garbageCollector) dropFinalizer(ctx context.Context, it item, f string) {
+	c.mutate(ctx, it, func(m metav1.Object) {
+		m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(x string) bool { return x == f }))
+	})
+}
+
+func (c *garbageCollector) mutate(ctx context.Context, it item, change func(metav1.Object)) {
+	_, err := c.store.Mutate(ctx, it.res, it.obj.GetNamespace(), it.obj.GetName(), "", func(obj runtime.Object) error {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		change(m)
+		return nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.log.Warn("garbage collector: update", "resource", it.res.String(), "name", it.obj.GetName(), "err", err)
+	}
+}
+
+func mustLookup(store *registry.Store, gvr schema.GroupVersionResource) *registry.Resource {
+	r, ok := store.Resources().Lookup(gvr)
+	if !ok {
+		panic("controllers: resource " + gvr.String() + " is not served")
+	}
+	return r
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,123 @@
+package controllers
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// namespaces gives every namespace its default ServiceAccount, and empties
+// a deleted namespace before it lets it go: every object inside is deleted
+// (background propagation), then the namespace's "kubernetes" finalizer is
+// removed, which removes the namespace.
+type namespaces struct {
+	store *registry.Store
+	log   *slog.Logger
+}
+
+func (c *namespaces) Name() string { return "namespace" }
+
+// retryEvery is how often a terminating namespace is looked at again while
+// objects in it are still going (pods finishing on their nodes, say).
+const retryEvery = 2 * time.Second
+
+func (c *namespaces) Run(ctx context.Context) {
+	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	for ctx.Err() == nil {
+		events, err := c.store.Watch(ctx, nsRes, "", metav1.ListOptions{})
+		if err != nil {
+			c.log.Warn("namespace controller: watch failed; retrying", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		c.loop(ctx, events)
+	}
+}
+
+func (c *namespaces) loop(ctx context.Context, events <-chan registry.WatchEvent) {
+	terminating := map[string]bool{}
+	tick := time.NewTicker(retryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			for name := range terminating {
+				c.finalize(ctx, name)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			ns, isNS := ev.Object.(*corev1.Namespace)
+			if !isNS {
+				continue
+			}
+			switch {
+			case ev.Type == watch.Deleted:
+				delete(terminating, ns.Name)
+			case ns.DeletionTimestamp != nil:
+				terminating[ns.Name] = true
+				c.finalize(ctx, ns.Name)
+			default:
+				c.ensureServiceAccount(ctx, ns.Name)
+			}
+		}
+	}
+}
+
+// finalize deletes what is left in a terminating namespace and, once it is
+// empty, removes the namespace's finalizer.
+func (c *namespaces) finalize(ctx context.Context, name string) {
+	remaining := 0
+	for _, r := range c.store.Resources().All() {
+		if !r.Namespaced || r.StorageVersion != "" {
+			continue
+		}
+		if c.store.Count(r, name) == 0 {
+			continue
+		}
+		bg := metav1.DeletePropagationBackground
+		if _, err := c.store.DeleteCollection(ctx, r, name, metav1.ListOptions{ResourceVersion: "0"},
+			metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+			c.log.Warn("namespace controller: delete contents", "namespace", name, "resource", r.String(), "err", err)
+		}
+		remaining += c.store.Count(r, name)
+	}
+	if remaining > 0 {
+		return
+	}
+	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	_, err := c.store.Mutate(ctx, nsRes, "", name, "", func(obj runtime.Object) error {
+		ns := obj.(*corev1.Namespace)
+		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == registry.FinalizerNamespace })
+		return nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.log.Warn("namespace controller: finalize", "namespace", name, "err", err)
+		return
+	}
+	c.log.Info("namespace controller: namespace emptied and removed", "namespace", name)
+}
+
+// ensureServiceAccount creates the namespace's default ServiceAccount.
+func (c *namespaces) ensureServiceAccount(ctx context.Context, ns string) {
+	saRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
+	if _, err := c.store.Get(ctx, saRes, ns, "default", metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+		return
+	}
+	_, err := c.store.Create(ctx, saRes, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}, registry.WriteOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		c.log.Warn("namespace controller: default service account", "namespace", ns, "err", err)
+	}
+}

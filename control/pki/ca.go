@@ -1,0 +1,207 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// Validity periods and the backdating applied to every NotBefore.
+const (
+	CAValidity   = 10 * 365 * 24 * time.Hour
+	LeafValidity = 365 * 24 * time.Hour
+	ClockSkew    = time.Hour
+)
+
+// PEM block types written by this package.
+const (
+	pemCertificate  = "CERTIFICATE"
+	pemECPrivateKey = "EC PRIVATE KEY"
+	pemPKCS8Key     = "PRIVATE KEY"
+	pemECParameters = "EC PARAMETERS"
+)
+
+// CA is the cluster's certificate authority: its certificate and private
+// key, parsed and in PEM form.
+type CA struct {
+	Cert    *x509.Certificate
+	Key     *ecdsa.PrivateKey
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// NewCA makes a self-signed ECDSA P-256 CA valid for CAValidity from now.
+func NewCA(commonName string, now time.Time) (*CA, error) {
+	if commonName == "" {
+		return nil, errors.New("pki: new CA: empty common name")
+	}
+	key, err := newKey()
+	if err != nil {
+		return nil, fmt.Errorf("pki: new CA: %w", err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, fmt.Errorf("pki: new CA: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-ClockSkew).UTC(),
+		NotAfter:              now.Add(CAValidity).UTC(),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("pki: new CA: create certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("pki: new CA: parse created certificate: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("pki: new CA: %w", err)
+	}
+	return &CA{Cert: cert, Key: key, CertPEM: encodeCert(der), KeyPEM: keyPEM}, nil
+}
+
+// ParseCA parses a CA certificate and its private key from PEM. The key may
+// be SEC 1 ("EC PRIVATE KEY", optionally after an "EC PARAMETERS" block) or
+// PKCS #8 ("PRIVATE KEY"). It checks that the certificate is a CA allowed to
+// sign certificates and that the key is its P-256 key.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	cert, err := parseCertPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("pki: parse CA: %w", err)
+	}
+	if !cert.BasicConstraintsValid || !cert.IsCA {
+		return nil, fmt.Errorf("pki: parse CA: certificate %q is not a CA (basic constraints CA:TRUE missing)", cert.Subject.CommonName)
+	}
+	if cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return nil, fmt.Errorf("pki: parse CA: certificate %q lacks the certificate-signing key usage", cert.Subject.CommonName)
+	}
+	key, err := parseKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("pki: parse CA: %w", err)
+	}
+	if !key.PublicKey.Equal(cert.PublicKey) {
+		return nil, fmt.Errorf("pki: parse CA: private key does not match certificate %q", cert.Subject.CommonName)
+	}
+	canonKey, err := encodeKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("pki: parse CA: %w", err)
+	}
+	return &CA{Cert: cert, Key: key, CertPEM: encodeCert(cert.Raw), KeyPEM: canonKey}, nil
+}
+
+// Pool returns a new certificate pool holding only the CA certificate.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// CAHash returns "sha256:<hex>" of the certificate's SubjectPublicKeyInfo,
+// the format of kubeadm's --discovery-token-ca-cert-hash.
+func CAHash(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return hashPrefix + hex.EncodeToString(sum[:])
+}
+
+const hashPrefix = "sha256:"
+
+func newKey() (*ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate P-256 key: %w", err)
+	}
+	return key, nil
+}
+
+// newSerial returns a random positive 128-bit serial number.
+func newSerial() (*big.Int, error) {
+	limit := new(big.Int).Lsh(big.NewInt(1), 128)
+	n, err := rand.Int(rand.Reader, limit)
+	if err != nil {
+		return nil, fmt.Errorf("generate serial number: %w", err)
+	}
+	return n.Add(n, big.NewInt(1)), nil
+}
+
+func encodeCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
+}
+
+func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("marshal private key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemECPrivateKey, Bytes: der}), nil
+}
+
+// parseCertPEM parses the first PEM block, which must be a certificate.
+func parseCertPEM(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("certificate: no PEM block found")
+	}
+	if block.Type != pemCertificate {
+		return nil, fmt.Errorf("certificate: PEM block is %q, want %q", block.Type, pemCertificate)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// parseKeyPEM parses an ECDSA P-256 private key, skipping a leading
+// "EC PARAMETERS" block as written by openssl ecparam -genkey.
+func parseKeyPEM(data []byte) (*ecdsa.PrivateKey, error) {
+	rest := data
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return nil, errors.New("private key: no PEM block found")
+		}
+		var (
+			parsed any
+			err    error
+		)
+		switch block.Type {
+		case pemECParameters:
+			continue
+		case pemECPrivateKey:
+			parsed, err = x509.ParseECPrivateKey(block.Bytes)
+		case pemPKCS8Key:
+			parsed, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+		default:
+			return nil, fmt.Errorf("private key: PEM block is %q, want %q or %q", block.Type, pemECPrivateKey, pemPKCS8Key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("private key: %w", err)
+		}
+		key, ok := parsed.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("private key: %T is not an ECDSA key", parsed)
+		}
+		if key.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("private key: curve %s, want P-256", key.Curve.Params().Name)
+		}
+		return key, nil
+	}
+}

@@ -1,0 +1,155 @@
+package pki
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Names every serving certificate carries, so that clients reach the API
+// server by loopback and by its in-cluster service name.
+var (
+	defaultDNSNames = []string{
+		"localhost",
+		"kubernetes",
+		"kubernetes.default",
+		"kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local",
+	}
+	defaultIPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+)
+
+// IssueServing issues a serving certificate (ExtKeyUsageServerAuth) valid for
+// LeafValidity, with a fresh P-256 key. Besides dnsNames and ips it always
+// names localhost, 127.0.0.1, ::1 and the kubernetes.default.svc names.
+func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP, now time.Time) (certPEM, keyPEM []byte, err error) {
+	if commonName == "" {
+		return nil, nil, errors.New("pki: issue serving certificate: empty common name")
+	}
+	names := make([]string, 0, len(dnsNames)+len(defaultDNSNames))
+	for _, n := range append(slices.Clone(dnsNames), defaultDNSNames...) {
+		n = strings.ToLower(strings.TrimSuffix(n, "."))
+		if err := checkDNSName(n); err != nil {
+			return nil, nil, fmt.Errorf("pki: issue serving certificate: %w", err)
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	addrs := make([]net.IP, 0, len(ips)+len(defaultIPs))
+	for _, ip := range append(slices.Clone(ips), defaultIPs...) {
+		if len(ip) != net.IPv4len && len(ip) != net.IPv6len {
+			return nil, nil, fmt.Errorf("pki: issue serving certificate: invalid IP address %v", ip)
+		}
+		if !slices.ContainsFunc(addrs, ip.Equal) {
+			addrs = append(addrs, ip)
+		}
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		DNSNames:    names,
+		IPAddresses: addrs,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	certPEM, keyPEM, err = ca.issue(tmpl, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: issue serving certificate: %w", err)
+	}
+	return certPEM, keyPEM, nil
+}
+
+// IssueClient issues a client certificate (ExtKeyUsageClientAuth) valid for
+// LeafValidity, with a fresh P-256 key. As in Kubernetes, the common name is
+// the user name and orgs are its groups.
+func (ca *CA) IssueClient(commonName string, orgs []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	if commonName == "" {
+		return nil, nil, errors.New("pki: issue client certificate: empty common name (user name)")
+	}
+	if slices.Contains(orgs, "") {
+		return nil, nil, errors.New("pki: issue client certificate: empty organization (group)")
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName, Organization: slices.Clone(orgs)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	certPEM, keyPEM, err = ca.issue(tmpl, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: issue client certificate: %w", err)
+	}
+	return certPEM, keyPEM, nil
+}
+
+// issue completes tmpl (serial, validity within the CA's, key usage),
+// generates a key and signs the certificate with the CA.
+func (ca *CA) issue(tmpl *x509.Certificate, now time.Time) (certPEM, keyPEM []byte, err error) {
+	if ca == nil || ca.Cert == nil || ca.Key == nil {
+		return nil, nil, errors.New("CA certificate or key missing")
+	}
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = maxTime(now.Add(-ClockSkew), ca.Cert.NotBefore).UTC()
+	tmpl.NotAfter = minTime(now.Add(LeafValidity), ca.Cert.NotAfter).UTC()
+	if !tmpl.NotAfter.After(tmpl.NotBefore) {
+		return nil, nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
+			ca.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),
+			ca.Cert.NotBefore.Format(time.RFC3339), ca.Cert.NotAfter.Format(time.RFC3339))
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create certificate: %w", err)
+	}
+	keyPEM, err = encodeKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encodeCert(der), keyPEM, nil
+}
+
+// checkDNSName rejects names that cannot be a DNS SAN: empty, too long, or
+// with characters outside letters, digits, '-', '.' and a leading "*.".
+func checkDNSName(n string) error {
+	if n == "" || len(n) > 253 {
+		return fmt.Errorf("invalid DNS name %q", n)
+	}
+	labels := strings.Split(strings.TrimPrefix(n, "*."), ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
+			return fmt.Errorf("invalid DNS name %q", n)
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("invalid DNS name %q: character %q", n, c)
+			}
+		}
+	}
+	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,119 @@
+package pki
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ServerConfig returns the API server's TLS configuration: TLS 1.2 or later
+// (1.3 is negotiated whenever the client supports it), serving certPEM/keyPEM
+// followed by the CA certificate so that joiners can pin it, and verifying
+// client certificates against the CA when clients present one
+// (tls.VerifyClientCertIfGiven), so that clients without one can still
+// authenticate with a bearer token. The serving certificate must be signed
+// by ca; validity dates are not checked here.
+//
+// NextProtos is left empty: http.Server.ServeTLS adds "h2" and "http/1.1".
+func ServerConfig(ca *CA, certPEM, keyPEM []byte) (*tls.Config, error) {
+	if ca == nil || ca.Cert == nil {
+		return nil, errors.New("pki: server config: no CA certificate")
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("pki: server config: serving key pair: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("pki: server config: serving certificate: %w", err)
+	}
+	if err := leaf.CheckSignatureFrom(ca.Cert); err != nil {
+		return nil, fmt.Errorf("pki: server config: serving certificate %q is not signed by CA %q: %w",
+			leaf.Subject.CommonName, ca.Cert.Subject.CommonName, err)
+	}
+	pair.Leaf = leaf
+	// Send the CA after the leaf (once), for PinnedClientConfig.
+	var chain [][]byte
+	for _, der := range pair.Certificate {
+		if !bytes.Equal(der, ca.Cert.Raw) {
+			chain = append(chain, der)
+		}
+	}
+	pair.Certificate = append(chain, ca.Cert.Raw)
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    ca.Pool(),
+	}, nil
+}
+
+// PinnedClientConfig returns a TLS client configuration for a joiner that
+// knows only the CA hash from a join token. The handshake succeeds only if
+// the server's chain contains a CA certificate whose CAHash equals caHash
+// ("sha256:<hex>"; compared case-insensitively) and the server's leaf
+// certificate verifies against that CA for server authentication and, if
+// serverName is not empty, for serverName (a DNS name or an IP address).
+func PinnedClientConfig(caHash string, serverName string) *tls.Config {
+	want := normalizeHash(caHash)
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: serverName,
+		// The standard verification needs a root pool the joiner does not
+		// have yet; VerifyConnection does the pinned verification instead.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyPinned(cs.PeerCertificates, want, serverName)
+		},
+	}
+}
+
+func verifyPinned(certs []*x509.Certificate, wantHash, serverName string) error {
+	if len(certs) == 0 {
+		return errors.New("pki: pinned verify: server sent no certificate")
+	}
+	if wantHash == "" {
+		return errors.New("pki: pinned verify: empty CA hash")
+	}
+	leaf := certs[0]
+	var ca *x509.Certificate
+	intermediates := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		if ca == nil && c.IsCA && CAHash(c) == wantHash {
+			ca = c
+			continue
+		}
+		intermediates.AddCert(c)
+	}
+	if ca == nil {
+		return fmt.Errorf("pki: pinned verify: server's chain has no CA certificate with hash %s", wantHash)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	opts := x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: intermediates,
+		DNSName:       serverName,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if _, err := leaf.Verify(opts); err != nil {
+		return fmt.Errorf("pki: pinned verify: server certificate: %w", err)
+	}
+	return nil
+}
+
+// normalizeHash lowercases a "sha256:<hex>" hash; a bare hex string gets
+// the prefix.
+func normalizeHash(h string) string {
+	if h == "" {
+		return ""
+	}
+	h = strings.ToLower(h)
+	if len(h) == tokenHashHexLen {
+		return hashPrefix + h
+	}
+	return h
+}

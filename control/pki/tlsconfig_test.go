@@ -1,0 +1,263 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// startTLSServer serves, over 127.0.0.1, the name of the client certificate's
+// subject ("CN=...;O=...") or "anonymous".
+func startTLSServer(t *testing.T, cfg *tls.Config) *httptest.Server {
+	t.Helper()
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			fmt.Fprint(w, "anonymous")
+			return
+		}
+		c := r.TLS.PeerCertificates[0]
+		fmt.Fprintf(w, "CN=%s;O=%s", c.Subject.CommonName, strings.Join(c.Subject.Organization, ","))
+	}))
+	s.TLS = cfg
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // rejected handshakes are expected
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// get fetches url with cfg and returns the body and the negotiated TLS version.
+func get(t *testing.T, url string, cfg *tls.Config) (string, uint16, error) {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: cfg}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(url)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", 0, err
+	}
+	return string(body), resp.TLS.Version, nil
+}
+
+func mustServerConfig(t *testing.T, ca *CA, certPEM, keyPEM []byte) *tls.Config {
+	t.Helper()
+	cfg, err := ServerConfig(ca, certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("ServerConfig: %v", err)
+	}
+	return cfg
+}
+
+func mustKeyPair(t *testing.T, certPEM, keyPEM []byte) tls.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
+}
+
+func TestServerConfig(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	certPEM, keyPEM := mustServing(t, ca)
+	cfg := mustServerConfig(t, ca, certPEM, keyPEM)
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.VerifyClientCertIfGiven {
+		t.Errorf("MinVersion %x, ClientAuth %v; want TLS 1.2 and VerifyClientCertIfGiven", cfg.MinVersion, cfg.ClientAuth)
+	}
+	chain := cfg.Certificates[0].Certificate
+	if len(chain) != 2 || string(chain[1]) != string(ca.Cert.Raw) {
+		t.Errorf("served chain has %d certificates, want the leaf then the CA", len(chain))
+	}
+	// A chain already ending with the CA does not get it twice.
+	again := mustServerConfig(t, ca, append(certPEM, ca.CertPEM...), keyPEM)
+	if n := len(again.Certificates[0].Certificate); n != 2 {
+		t.Errorf("chain given with CA: %d certificates served, want 2", n)
+	}
+
+	s := startTLSServer(t, cfg)
+	adminCert, adminKey := mustClient(t, ca, "isle-admin", "system:masters")
+	other := mustCA(t, "other-ca")
+	strangerCert, strangerKey := mustClient(t, other, "isle-admin", "system:masters")
+	servingAsClient := mustKeyPair(t, certPEM, keyPEM)
+
+	tests := []struct {
+		name     string
+		certs    []tls.Certificate
+		maxVer   uint16
+		wantBody string
+		wantVer  uint16
+		wantErr  string // empty: success
+	}{
+		{"client certificate from the CA", []tls.Certificate{mustKeyPair(t, adminCert, adminKey)}, 0, "CN=isle-admin;O=system:masters", tls.VersionTLS13, ""},
+		{"no client certificate (bearer token path)", nil, 0, "anonymous", tls.VersionTLS13, ""},
+		{"TLS 1.2 client", []tls.Certificate{mustKeyPair(t, adminCert, adminKey)}, tls.VersionTLS12, "CN=isle-admin;O=system:masters", tls.VersionTLS12, ""},
+		{"TLS 1.1 client", nil, tls.VersionTLS11, "", 0, "protocol version"},
+		{"client certificate from another CA", []tls.Certificate{mustKeyPair(t, strangerCert, strangerKey)}, 0, "", 0, "unknown certificate authority"},
+		{"serving certificate used as client certificate", []tls.Certificate{servingAsClient}, 0, "", 0, "bad certificate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tc.maxVer}
+			if len(tc.certs) > 0 {
+				// Send the certificate even if the server's list of
+				// acceptable CAs does not name its issuer.
+				client.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+					return &tc.certs[0], nil
+				}
+			}
+			body, ver, err := get(t, s.URL, client)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %q, %v; want an error containing %q", body, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("request: %v", err)
+			}
+			if body != tc.wantBody || ver != tc.wantVer {
+				t.Errorf("got %q over %s, want %q over %s", body, tls.VersionName(ver), tc.wantBody, tls.VersionName(tc.wantVer))
+			}
+		})
+	}
+}
+
+func TestServerConfigErrors(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	other := mustCA(t, "other-ca")
+	certPEM, keyPEM := mustServing(t, ca)
+	otherCert, otherKey := mustServing(t, other)
+	tests := []struct {
+		name            string
+		ca              *CA
+		certPEM, keyPEM []byte
+		want            string
+	}{
+		{"no CA", nil, certPEM, keyPEM, "no CA certificate"},
+		{"garbage", ca, []byte("junk"), keyPEM, "serving key pair"},
+		{"mismatched key", ca, certPEM, otherKey, "serving key pair"},
+		{"issued by another CA", ca, otherCert, otherKey, `is not signed by CA "isle-ca"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ServerConfig(tc.ca, tc.certPEM, tc.keyPEM)
+			if err == nil || !strings.HasPrefix(err.Error(), "pki: server config: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPinnedClientConfig(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	hash := CAHash(ca.Cert)
+	certPEM, keyPEM := mustServing(t, ca)
+	good := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
+
+	other := mustCA(t, "other-ca")
+	otherCert, otherKey := mustServing(t, other)
+	otherServer := startTLSServer(t, mustServerConfig(t, other, otherCert, otherKey))
+
+	// An impostor sends our (public) CA certificate after a leaf of its own CA.
+	impostorPair := mustKeyPair(t, otherCert, otherKey)
+	impostorPair.Certificate = [][]byte{impostorPair.Certificate[0], ca.Cert.Raw}
+	impostor := startTLSServer(t, &tls.Config{Certificates: []tls.Certificate{impostorPair}})
+
+	// A server that does not send the CA certificate.
+	leafOnly := startTLSServer(t, &tls.Config{Certificates: []tls.Certificate{mustKeyPair(t, certPEM, keyPEM)}})
+
+	// A client certificate of our CA used as a serving certificate.
+	clientCert, clientKey := mustClient(t, ca, "isle-node-1", "system:nodes")
+	clientPair := mustKeyPair(t, clientCert, clientKey)
+	clientPair.Certificate = append(clientPair.Certificate, ca.Cert.Raw)
+	clientAsServer := startTLSServer(t, &tls.Config{Certificates: []tls.Certificate{clientPair}})
+
+	tests := []struct {
+		name       string
+		server     *httptest.Server
+		hash       string
+		serverName string
+		wantErr    string // empty: success
+	}{
+		{"matching hash, IP name", good, hash, "127.0.0.1", ""},
+		{"matching hash, DNS name", good, hash, "localhost", ""},
+		{"matching hash, no name", good, hash, "", ""},
+		{"bare upper-case hex hash", good, strings.ToUpper(strings.TrimPrefix(hash, "sha256:")), "127.0.0.1", ""},
+		{"hash from a parsed token", good, tokenHash(t, ca), "127.0.0.1", ""},
+		{"wrong hash", good, CAHash(other.Cert), "127.0.0.1", "no CA certificate with hash"},
+		{"empty hash", good, "", "127.0.0.1", "empty CA hash"},
+		{"wrong server name", good, hash, "evil.example", "certificate is valid for"},
+		{"server of another CA", otherServer, hash, "127.0.0.1", "no CA certificate with hash"},
+		{"impostor sending our CA", impostor, hash, "127.0.0.1", "unknown authority"},
+		{"server without CA in chain", leafOnly, hash, "127.0.0.1", "no CA certificate with hash"},
+		{"client certificate as serving certificate", clientAsServer, hash, "", "incompatible key usage"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _, err := get(t, tc.server.URL, PinnedClientConfig(tc.hash, tc.serverName))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("request: %v", err)
+				}
+				if body != "anonymous" {
+					t.Errorf("body %q, want anonymous", body)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestPinnedClientConfigWithClientCert(t *testing.T) {
+	// A joiner that already holds a client certificate can present it.
+	ca := mustCA(t, "isle-ca")
+	certPEM, keyPEM := mustServing(t, ca)
+	s := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
+	nodeCert, nodeKey := mustClient(t, ca, "system:node:isle-2", "system:nodes")
+	cfg := PinnedClientConfig(CAHash(ca.Cert), "127.0.0.1")
+	cfg.Certificates = []tls.Certificate{mustKeyPair(t, nodeCert, nodeKey)}
+	body, _, err := get(t, s.URL, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "CN=system:node:isle-2;O=system:nodes"; body != want {
+		t.Errorf("body %q, want %q", body, want)
+	}
+}
+
+func TestVerifyPinnedNoCertificates(t *testing.T) {
+	if err := verifyPinned(nil, "sha256:00", ""); err == nil || !strings.Contains(err.Error(), "no certificate") {
+		t.Errorf("verifyPinned(nil) = %v, want no-certificate error", err)
+	}
+	ca := mustCA(t, "isle-ca")
+	// The CA alone, sent as the leaf, is not accepted: the CA must follow a leaf.
+	err := verifyPinned([]*x509.Certificate{ca.Cert}, CAHash(ca.Cert), "")
+	if err == nil {
+		t.Error("verifyPinned accepted a chain holding only the CA")
+	}
+}
+
+func tokenHash(t *testing.T, ca *CA) string {
+	t.Helper()
+	tok, err := NewToken(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseToken(tok.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.CAHash
+}

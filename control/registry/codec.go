@@ -1,0 +1,160 @@
+package registry
+
+import (
+	"bytes"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+// Scheme knows every served type and the meta types (options, Status,
+// Table, watch events) of every served group version.
+var Scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, discoveryv1.AddToScheme,
+		networkingv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme,
+		storagev1.AddToScheme, coordinationv1.AddToScheme, policyv1.AddToScheme, metav1.AddMetaToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic("registry: build scheme: " + err.Error())
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return s
+}
+
+var codecs = serializer.NewCodecFactory(Scheme)
+
+// Codecs decodes any type the scheme knows (options, Scale, Binding,
+// Eviction) from JSON or YAML.
+func Codecs() runtime.Decoder { return codecs.UniversalDeserializer() }
+
+// FieldValidation is the server-side field validation mode.
+type FieldValidation string
+
+// Field validation modes (the fieldValidation query parameter).
+const (
+	FieldValidationStrict FieldValidation = "Strict"
+	FieldValidationWarn   FieldValidation = "Warn"
+	FieldValidationIgnore FieldValidation = "Ignore"
+)
+
+var (
+	strictJSON = json.NewSerializerWithOptions(json.DefaultMetaFactory, Scheme, Scheme, json.SerializerOptions{Strict: true})
+	laxJSON    = json.NewSerializerWithOptions(json.DefaultMetaFactory, Scheme, Scheme, json.SerializerOptions{})
+	strictYAML = json.NewSerializerWithOptions(json.DefaultMetaFactory, Scheme, Scheme, json.SerializerOptions{Yaml: true, Strict: true})
+	laxYAML    = json.NewSerializerWithOptions(json.DefaultMetaFactory, Scheme, Scheme, json.SerializerOptions{Yaml: true})
+)
+
+// Format is the encoding of a request body.
+type Format int
+
+// Request body formats.
+const (
+	FormatJSON Format = iota
+	FormatYAML
+	FormatProtobuf // what client-go sends for built-in types (kubectl create)
+)
+
+var protobufCodec = protobuf.NewSerializer(Scheme, Scheme)
+
+// Decode decodes a request body for resource r. The body's apiVersion and
+// kind, when given, must be r's. Under Strict, unknown and duplicate fields
+// are a 400 naming them; under Warn they come back as warnings. (Protobuf
+// has no unknown fields to report.)
+func Decode(r *Resource, data []byte, format Format, mode FieldValidation) (runtime.Object, []string, error) {
+	strict, lax := runtime.Decoder(strictJSON), runtime.Decoder(laxJSON)
+	switch format {
+	case FormatYAML:
+		strict, lax = strictYAML, laxYAML
+	case FormatProtobuf:
+		strict, lax = protobufCodec, protobufCodec
+	}
+	gvk := r.GVK()
+	into := r.New()
+	var warnings []string
+	obj, got, err := strict.Decode(data, &gvk, into)
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		switch mode {
+		case FieldValidationStrict:
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %s", strictMessage(err)))
+		case FieldValidationWarn:
+			warnings = strictErrors(err)
+		}
+		obj, got, err = lax.Decode(data, &gvk, r.New())
+	}
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as a %s: %v", r.Kind, err))
+	}
+	if got.Group != gvk.Group || got.Version != gvk.Version || got.Kind != gvk.Kind {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version and kind in the data (%s) do not match the expected %s", gvkString(*got), gvkString(gvk)))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, warnings, nil
+}
+
+func gvkString(gvk schema.GroupVersionKind) string {
+	return gvk.GroupVersion().String() + ", Kind=" + gvk.Kind
+}
+
+func strictErrors(err error) []string {
+	if se, ok := runtime.AsStrictDecodingError(err); ok {
+		var out []string
+		for _, e := range se.Errors() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
+
+func strictMessage(err error) string {
+	var b bytes.Buffer
+	for i, e := range strictErrors(err) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+// encode encodes an object for storage, with its apiVersion and kind.
+func encode(r *Resource, obj runtime.Object) ([]byte, error) {
+	obj.GetObjectKind().SetGroupVersionKind(r.GVK())
+	var b bytes.Buffer
+	if err := laxJSON.Encode(obj, &b); err != nil {
+		return nil, fmt.Errorf("registry: encode %s: %w", r.Kind, err)
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// decodeStored decodes an object read from the store.
+func decodeStored(r *Resource, data []byte) (runtime.Object, error) {
+	gvk := r.GVK()
+	obj, _, err := laxJSON.Decode(data, &gvk, r.New())
+	if err != nil {
+		return nil, fmt.Errorf("registry: decode stored %s: %w", r.Kind, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}

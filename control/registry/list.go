@@ -1,0 +1,233 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Selector is a parsed label and field selector.
+type Selector struct {
+	Labels labels.Selector
+	Fields fields.Selector
+}
+
+// ParseSelector parses the selectors of a list or watch request.
+func ParseSelector(opts metav1.ListOptions) (Selector, error) {
+	sel := Selector{Labels: labels.Everything(), Fields: fields.Everything()}
+	var err error
+	if opts.LabelSelector != "" {
+		if sel.Labels, err = labels.Parse(opts.LabelSelector); err != nil {
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: labelSelector %q: %v", opts.LabelSelector, err))
+		}
+	}
+	if opts.FieldSelector != "" {
+		if sel.Fields, err = fields.ParseSelector(opts.FieldSelector); err != nil {
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: %v", opts.FieldSelector, err))
+		}
+	}
+	return sel, nil
+}
+
+// checkFields rejects field selectors on fields the resource does not index,
+// as Kubernetes does ("field label not supported").
+func checkFields(r *Resource, sel fields.Selector) error {
+	probe := fieldSet(r.New())
+	for _, req := range sel.Requirements() {
+		if _, ok := probe[req.Field]; !ok {
+			return apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return nil
+}
+
+// Matches reports whether obj satisfies the selector.
+func (sel Selector) Matches(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	if !sel.Labels.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	return sel.Fields.Empty() || sel.Fields.Matches(fieldSet(obj))
+}
+
+// fieldSet is the set of fields a field selector may use for obj.
+func fieldSet(obj runtime.Object) fields.Set {
+	m, _ := meta.Accessor(obj)
+	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		set["spec.nodeName"] = o.Spec.NodeName
+		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
+		set["spec.schedulerName"] = o.Spec.SchedulerName
+		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
+		set["spec.hostNetwork"] = strconv.FormatBool(o.Spec.HostNetwork)
+		set["status.phase"] = string(o.Status.Phase)
+		set["status.podIP"] = o.Status.PodIP
+		set["status.nominatedNodeName"] = o.Status.NominatedNodeName
+	case *corev1.Event:
+		set["involvedObject.kind"] = o.InvolvedObject.Kind
+		set["involvedObject.namespace"] = o.InvolvedObject.Namespace
+		set["involvedObject.name"] = o.InvolvedObject.Name
+		set["involvedObject.uid"] = string(o.InvolvedObject.UID)
+		set["involvedObject.apiVersion"] = o.InvolvedObject.APIVersion
+		set["involvedObject.resourceVersion"] = o.InvolvedObject.ResourceVersion
+		set["involvedObject.fieldPath"] = o.InvolvedObject.FieldPath
+		set["reason"] = o.Reason
+		set["reportingComponent"] = o.ReportingController
+		set["source"] = o.Source.Component
+		set["type"] = o.Type
+	case *corev1.Secret:
+		set["type"] = string(o.Type)
+	case *corev1.Node:
+		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
+	case *corev1.Namespace:
+		set["status.phase"] = string(o.Status.Phase)
+	case *appsv1.ReplicaSet:
+		set["status.replicas"] = strconv.Itoa(int(o.Status.Replicas))
+	case *batchv1.Job:
+		set["status.successful"] = strconv.Itoa(int(o.Status.Succeeded))
+	}
+	return set
+}
+
+// continueToken is the opaque "continue" of a paged list.
+type continueToken struct {
+	RV    int64  `json:"rv"`
+	Start string `json:"start"`
+}
+
+func encodeContinue(rv int64, start string) string {
+	b, _ := json.Marshal(continueToken{RV: rv, Start: start})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.Start == "" {
+		return t, apierrors.NewBadRequest("continue: not a continue token this server issued")
+	}
+	return t, nil
+}
+
+// List reads the objects of r in namespace ns ("" = all namespaces) that
+// match the selectors, at most opts.Limit of them (0 = all) with a continue
+// token for the rest. Pages after the first come from the store's current
+// state (isle keeps no old versions); a continue token older than the
+// store's watch history answers 410 Gone, as in Kubernetes.
+func (s *Store) List(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+	sel, err := ParseSelector(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, sel.Fields); err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 {
+		return nil, apierrors.NewBadRequest("limit: must be non-negative")
+	}
+	prefix := keyPrefix(r, ns)
+	start := prefix
+	if opts.Continue != "" {
+		tok, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return nil, err
+		}
+		if tok.RV < s.node.KV().CompactRevision() {
+			return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		start = tok.Start
+	} else if err := s.listFreshness(ctx, opts); err != nil {
+		return nil, err
+	}
+
+	var items []runtime.Object
+	var next string
+	var rev int64
+	for {
+		chunk := 500
+		if opts.Limit > 0 {
+			chunk = int(opts.Limit) - len(items) + 1
+		}
+		kvs, more, r2 := s.node.KV().List(prefix, start, chunk)
+		rev = r2
+		for i, v := range kvs {
+			if opts.Limit > 0 && int64(len(items)) == opts.Limit {
+				next = kvs[i].Key
+				break
+			}
+			obj, err := s.fromStore(r, v)
+			if err != nil {
+				return nil, err
+			}
+			if sel.Matches(obj) {
+				items = append(items, obj)
+			}
+		}
+		if next != "" || !more || len(kvs) == 0 {
+			break
+		}
+		start = kvs[len(kvs)-1].Key + "\x00"
+	}
+	list := r.NewList()
+	if err := meta.SetList(list, items); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm, _ := meta.ListAccessor(list)
+	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if next != "" {
+		lm.SetContinue(encodeContinue(rev, next))
+	}
+	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind + "List"))
+	return list, nil
+}
+
+// listFreshness makes the local copy fresh enough for the requested
+// resourceVersion: "" is linearizable, "0" is any, N is at least N.
+func (s *Store) listFreshness(ctx context.Context, opts metav1.ListOptions) error {
+	switch opts.ResourceVersion {
+	case "0":
+		return nil
+	case "":
+		return s.sync(ctx, "")
+	}
+	rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil || rv < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a valid resource version", opts.ResourceVersion))
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && rv != s.node.KV().Revision() {
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): isle serves lists at the current revision only", rv, s.node.KV().Revision()))
+	}
+	if rv > s.node.KV().Revision() {
+		if err := s.sync(ctx, ""); err != nil {
+			return err
+		}
+		if rv > s.node.KV().Revision() {
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.node.KV().Revision()), 1)
+		}
+	}
+	return nil
+}
+
+// Count returns the number of stored objects of r in ns without decoding them.
+func (s *Store) Count(r *Resource, ns string) int {
+	return s.node.KV().Count(keyPrefix(r, ns))
+}

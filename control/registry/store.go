@@ -1,0 +1,191 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/isle-cluster/isle/raft"
+	"github.com/isle-cluster/isle/raft/kv"
+)
+
+// Store reads and writes API objects in the replicated store.
+type Store struct {
+	node      *raft.Node
+	resources *Resources
+	now       func() time.Time
+	log       *slog.Logger
+	// writeTimeout bounds a write's wait for the store (then 503/504).
+	writeTimeout time.Duration
+	serviceRange netip.Prefix
+}
+
+// Config configures a Store.
+type Config struct {
+	Node      *raft.Node // required
+	Resources *Resources // default: NewResources(Table())
+	// Now is the clock for timestamps. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// WriteTimeout bounds each write's wait for the store. Default 10s.
+	WriteTimeout time.Duration
+	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
+	ServiceCIDR netip.Prefix
+}
+
+// New returns a Store.
+func New(cfg Config) *Store {
+	if cfg.Resources == nil {
+		cfg.Resources = NewResources(Table())
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if !cfg.ServiceCIDR.IsValid() {
+		cfg.ServiceCIDR = DefaultServiceCIDR
+	}
+	return &Store{node: cfg.Node, resources: cfg.Resources, now: cfg.Now, log: cfg.Logger,
+		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked()}
+}
+
+// Resources returns the served resources.
+func (s *Store) Resources() *Resources { return s.resources }
+
+// Node returns the store member this Store writes through.
+func (s *Store) Node() *raft.Node { return s.node }
+
+// keyPrefix is where the objects of r in namespace ns live ("" = all).
+func keyPrefix(r *Resource, ns string) string {
+	p := "/registry/" + r.storageGroupResource() + "/"
+	if r.Namespaced && ns != "" {
+		p += ns + "/"
+	}
+	return p
+}
+
+func objectKey(r *Resource, ns, name string) string {
+	return keyPrefix(r, ns) + name
+}
+
+// storageResource is the resource whose version objects of r are stored in.
+func (s *Store) storageResource(r *Resource) *Resource {
+	if r.StorageVersion == "" {
+		return r
+	}
+	sr, ok := s.resources.Lookup(schema.GroupVersionResource{Group: r.Group, Version: r.StorageVersion, Resource: r.Resource})
+	if !ok {
+		panic("registry: storage version " + r.StorageVersion + " of " + r.String() + " is not served")
+	}
+	return sr
+}
+
+// fromStore decodes a stored value as resource r, with its resourceVersion.
+func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
+	sr := s.storageResource(r)
+	obj, err := decodeStored(sr, v.Value)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
+	}
+	if sr != r {
+		if obj, err = convert(obj, r); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(v.ModRevision, 10))
+	return obj, nil
+}
+
+// toStore encodes an object of resource r in its storage version, without
+// its resourceVersion (the store revision stands for it).
+func (s *Store) toStore(r *Resource, obj runtime.Object) ([]byte, error) {
+	sr := s.storageResource(r)
+	if sr != r {
+		var err error
+		if obj, err = convert(obj, sr); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	} else {
+		obj = obj.DeepCopyObject()
+	}
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion("")
+	m.SetSelfLink("")
+	return encode(sr, obj)
+}
+
+// readConsistency maps a request's resourceVersion to how fresh a read must be:
+// "" is the latest (a linearizable read); "0" is whatever this member has.
+func (s *Store) sync(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "0" {
+		return nil
+	}
+	if err := s.node.Sync(ctx); err != nil {
+		return storeError(err)
+	}
+	return nil
+}
+
+// Get reads one object.
+func (s *Store) Get(ctx context.Context, r *Resource, ns, name string, opts metav1.GetOptions) (runtime.Object, error) {
+	if err := s.sync(ctx, opts.ResourceVersion); err != nil {
+		return nil, err
+	}
+	v, ok, _ := s.node.KV().Get(objectKey(r, ns, name))
+	if !ok {
+		return nil, apierrors.NewNotFound(r.GroupVersionResource.GroupResource(), name)
+	}
+	return s.fromStore(r, v)
+}
+
+// storeError turns a raft error into the API's status error.
+func storeError(err error) error {
+	var se apierrors.APIStatus
+	switch {
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, raft.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("the store did not confirm the request in time; it may or may not have been applied", 1)
+	case errors.Is(err, raft.ErrNoLeader), errors.Is(err, raft.ErrStopped):
+		return apierrors.NewServiceUnavailable("the cluster store has no quorum: " + err.Error())
+	case errors.Is(err, context.Canceled):
+		return apierrors.NewServiceUnavailable("request canceled")
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// qualifiedName is how errors name an object: "namespace/name" or "name".
+func qualifiedName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// splitKey returns the namespace and name of an object key under prefix.
+func splitKey(r *Resource, key string) (ns, name string) {
+	rest := strings.TrimPrefix(key, keyPrefix(r, ""))
+	if r.Namespaced {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[:i], rest[i+1:]
+		}
+	}
+	return "", rest
+}

@@ -1,0 +1,338 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/isle-cluster/isle/control/strategy"
+	"github.com/isle-cluster/isle/raft/kv"
+)
+
+// WriteOptions are the options every write takes.
+type WriteOptions struct {
+	// DryRun validates and admits without storing.
+	DryRun bool
+}
+
+// Create stores a new object of r in namespace ns: decode is done by the
+// caller; here come defaults, validation, admission and the store.
+func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.Object, opts WriteOptions) (runtime.Object, error) {
+	if r.ReadOnly {
+		return nil, apierrors.NewMethodNotSupported(r.GroupVersionResource.GroupResource(), "create")
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if err := s.checkNamespace(r, m, ns); err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + rand.String(5))
+	}
+	now := metav1.NewTime(s.now().UTC().Truncate(1e9))
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(now)
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	m.SetGeneration(0)
+	if hasSpec(obj) {
+		m.SetGeneration(1)
+	}
+	strategy.Default(obj)
+	prepareStatusOnCreate(obj)
+	if errs := strategy.ValidateCreate(obj); len(errs) > 0 {
+		return nil, invalid(r, m.GetName(), errs)
+	}
+	if err := s.admitCreate(ctx, r, obj); err != nil {
+		return nil, err
+	}
+	return s.storeNew(ctx, r, obj, opts)
+}
+
+// storeNew writes a new object with whatever claims admission attached.
+func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, opts WriteOptions) (runtime.Object, error) {
+	m, _ := meta.Accessor(obj)
+	data, err := s.toStore(r, obj)
+	if err != nil {
+		return nil, err
+	}
+	if opts.DryRun {
+		return obj, nil
+	}
+	key := objectKey(r, m.GetNamespace(), m.GetName())
+	ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claimsOf(obj)...)
+	res, err := s.propose(ctx, ops...)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Succeeded {
+		if res.FailedOp == 0 {
+			return nil, apierrors.NewAlreadyExists(r.GroupVersionResource.GroupResource(), m.GetName())
+		}
+		return nil, apierrors.NewConflict(r.GroupVersionResource.GroupResource(), m.GetName(),
+			fmt.Errorf("%s is already allocated; try again", ops[res.FailedOp].Key))
+	}
+	m.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
+	return obj, nil
+}
+
+func (s *Store) propose(ctx context.Context, ops ...kv.Op) (kv.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	res, err := s.node.Propose(ctx, ops...)
+	if err != nil {
+		return res, storeError(err)
+	}
+	return res, nil
+}
+
+// checkNamespace makes the object's namespace agree with the request's.
+func (s *Store) checkNamespace(r *Resource, m metav1.Object, ns string) error {
+	if !r.Namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if m.GetNamespace() != "" && m.GetNamespace() != ns {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	m.SetNamespace(ns)
+	return nil
+}
+
+func invalid(r *Resource, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(r.GVK().GroupKind(), name, errs)
+}
+
+// hasSpec reports whether the object has a spec (and so a generation).
+func hasSpec(obj runtime.Object) bool {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	return v.Kind() == reflect.Struct && v.FieldByName("Spec").IsValid()
+}
+
+// specOf returns the object's spec for comparison.
+func specOf(obj runtime.Object) any {
+	v := reflect.ValueOf(obj).Elem().FieldByName("Spec")
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}
+
+// copyStatus sets dst's status to src's (both of the same type).
+func copyStatus(dst, src runtime.Object) {
+	d := reflect.ValueOf(dst).Elem().FieldByName("Status")
+	sv := reflect.ValueOf(src).Elem().FieldByName("Status")
+	if d.IsValid() && sv.IsValid() && d.CanSet() {
+		d.Set(sv)
+	}
+}
+
+// copySpec sets dst's spec to src's.
+func copySpec(dst, src runtime.Object) {
+	d := reflect.ValueOf(dst).Elem().FieldByName("Spec")
+	sv := reflect.ValueOf(src).Elem().FieldByName("Spec")
+	if d.IsValid() && sv.IsValid() && d.CanSet() {
+		d.Set(sv)
+	}
+}
+
+// Update replaces an object (sub "" ), or only its status (sub "status").
+// A resourceVersion in obj is a precondition (409 if stale); without one
+// the update applies to whatever is stored.
+func (s *Store) Update(ctx context.Context, r *Resource, ns, name, sub string, obj runtime.Object, opts WriteOptions) (runtime.Object, error) {
+	if r.ReadOnly {
+		return nil, apierrors.NewMethodNotSupported(r.GroupVersionResource.GroupResource(), "update")
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if m.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+	}
+	if err := s.checkNamespace(r, m, ns); err != nil {
+		return nil, err
+	}
+	want := m.GetResourceVersion()
+	return s.guaranteedUpdate(ctx, r, ns, name, want, opts, func(old runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	}, sub)
+}
+
+// guaranteedUpdate reads the stored object, lets mutate build the new one
+// from it, and writes it back with a compare-and-swap on the stored
+// revision, retrying when another writer got there first. precondition, if
+// set, is a resourceVersion the stored object must have (else 409).
+func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, precondition string, opts WriteOptions,
+	mutate func(old runtime.Object) (runtime.Object, error), sub string) (runtime.Object, error) {
+	gr := r.GroupVersionResource.GroupResource()
+	for attempt := 0; ; attempt++ {
+		old, err := s.Get(ctx, r, ns, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		om, _ := meta.Accessor(old)
+		if precondition != "" && precondition != om.GetResourceVersion() {
+			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		obj, err := mutate(old.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		nm, _ := meta.Accessor(obj)
+		if rv := nm.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
+			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if err := s.prepareUpdate(r, sub, obj, old); err != nil {
+			return nil, err
+		}
+		// An object being deleted goes once nothing holds it any more.
+		if nm.GetDeletionTimestamp() != nil && !heldBack(obj) {
+			return s.remove(ctx, r, old, opts)
+		}
+		oldRev, _ := strconv.ParseInt(om.GetResourceVersion(), 10, 64)
+		data, err := s.toStore(r, obj)
+		if err != nil {
+			return nil, err
+		}
+		if prev, err := s.toStore(r, old); err == nil && bytes.Equal(prev, data) {
+			return old, nil // nothing changed: no write, no new resourceVersion
+		}
+		if opts.DryRun {
+			return obj, nil
+		}
+		res, err := s.propose(ctx, kv.Op{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev})
+		if err != nil {
+			return nil, err
+		}
+		if res.Succeeded {
+			nm.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
+			return obj, nil
+		}
+		if precondition != "" || attempt >= 20 {
+			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+	}
+}
+
+// prepareUpdate carries over what a client may not change, applies the
+// subresource's rules, defaults and validates.
+func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) error {
+	nm, _ := meta.Accessor(obj)
+	om, _ := meta.Accessor(old)
+	switch sub {
+	case "":
+		if r.Status {
+			copyStatus(obj, old)
+		}
+	case "status":
+		copySpec(obj, old)
+		nm.SetLabels(om.GetLabels())
+		nm.SetAnnotations(om.GetAnnotations())
+		nm.SetFinalizers(om.GetFinalizers())
+		nm.SetOwnerReferences(om.GetOwnerReferences())
+	}
+	nm.SetName(om.GetName())
+	nm.SetNamespace(om.GetNamespace())
+	nm.SetUID(om.GetUID())
+	nm.SetCreationTimestamp(om.GetCreationTimestamp())
+	nm.SetManagedFields(nil)
+	nm.SetResourceVersion(om.GetResourceVersion())
+	nm.SetGeneration(om.GetGeneration())
+	if sub == subDelete || sub == subBinding {
+		return nil // the server's own change: nothing else to carry over or check
+	}
+	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	if sub == "" {
+		strategy.Default(obj)
+		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
+			nm.SetGeneration(om.GetGeneration() + 1)
+		}
+	}
+	var errs field.ErrorList
+	if sub == "status" {
+		errs = strategy.ValidateStatusUpdate(obj, old)
+	} else {
+		errs = strategy.ValidateUpdate(obj, old)
+	}
+	if len(errs) > 0 {
+		return invalid(r, nm.GetName(), errs)
+	}
+	return nil
+}
+
+// subDelete and subBinding mark the server's own updates that record a
+// deletion or a pod's binding to a node.
+const (
+	subDelete  = "(delete)"
+	subBinding = "(binding)"
+)
+
+// heldBack reports whether a deleting object must stay: it has finalizers,
+// it is a namespace not yet emptied, or a pod whose node has not stopped it.
+func heldBack(obj runtime.Object) bool {
+	m, _ := meta.Accessor(obj)
+	if len(m.GetFinalizers()) > 0 {
+		return true
+	}
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		return len(o.Spec.Finalizers) > 0
+	case *corev1.Pod:
+		return o.Spec.NodeName != "" && o.DeletionGracePeriodSeconds != nil && *o.DeletionGracePeriodSeconds > 0 &&
+			o.Status.Phase != corev1.PodSucceeded && o.Status.Phase != corev1.PodFailed
+	}
+	return false
+}
+
+// remove deletes the stored object if it is still the revision given.
+func (s *Store) remove(ctx context.Context, r *Resource, old runtime.Object, opts WriteOptions) (runtime.Object, error) {
+	om, _ := meta.Accessor(old)
+	if opts.DryRun {
+		return old, nil
+	}
+	rev, _ := strconv.ParseInt(om.GetResourceVersion(), 10, 64)
+	ops := append([]kv.Op{{Type: kv.OpDelete, Key: objectKey(r, om.GetNamespace(), om.GetName()), IfModRev: rev}}, releasesOf(old)...)
+	res, err := s.propose(ctx, ops...)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Succeeded {
+		return nil, apierrors.NewConflict(r.GroupVersionResource.GroupResource(), om.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	return old, nil
+}
+
+// Mutate reads an object, lets change modify it, and writes it back with
+// the full write path (defaults, validation), retrying on conflicts: the
+// main resource (sub "") or its status (sub "status"). It is how in-process
+// controllers update objects.
+func (s *Store) Mutate(ctx context.Context, r *Resource, ns, name, sub string, change func(obj runtime.Object) error) (runtime.Object, error) {
+	return s.guaranteedUpdate(ctx, r, ns, name, "", WriteOptions{}, func(old runtime.Object) (runtime.Object, error) {
+		if err := change(old); err != nil {
+			return nil, err
+		}
+		return old, nil
+	}, sub)
+}

@@ -1,0 +1,79 @@
+package strategy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// What Kubernetes' default admission plugins write into every new Pod, as
+// far as it needs no other object: the Priority plugin's priority and
+// preemption policy, the DefaultTolerationSeconds plugin's tolerations and
+// the ServiceAccount plugin's default account name. (The service account
+// token volume needs the token machinery and is not added here.)
+
+// Priority values of the built-in PriorityClasses.
+var builtinPriorities = map[string]int32{
+	"system-node-critical":    2000001000,
+	"system-cluster-critical": 2000000000,
+}
+
+// notReadyTolerationSeconds is DefaultTolerationSeconds' default.
+const notReadyTolerationSeconds int64 = 300
+
+const defaultServiceAccountName = "default"
+
+// admitPod applies the admission defaults to a Pod.
+func admitPod(p *corev1.Pod) {
+	admitPriority(&p.Spec)
+	admitTolerations(&p.Spec)
+	if p.Spec.ServiceAccountName == "" {
+		p.Spec.ServiceAccountName = defaultServiceAccountName
+		p.Spec.DeprecatedServiceAccount = defaultServiceAccountName
+	}
+}
+
+// admitPriority resolves the pod's priority class: no class gives
+// priority 0, a built-in class its value; both preempt lower priorities.
+// Other classes are left for whoever knows the PriorityClass objects.
+func admitPriority(s *corev1.PodSpec) {
+	var prio int32
+	if s.PriorityClassName != "" {
+		v, ok := builtinPriorities[s.PriorityClassName]
+		if !ok {
+			return
+		}
+		prio = v
+	}
+	if s.Priority == nil {
+		s.Priority = ptrTo(prio)
+	}
+	if s.PreemptionPolicy == nil {
+		s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
+	}
+}
+
+// admitTolerations adds the not-ready and unreachable NoExecute tolerations
+// of 300s unless the pod already tolerates those taints.
+func admitTolerations(s *corev1.PodSpec) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		if toleratesNoExecute(s.Tolerations, key) {
+			continue
+		}
+		s.Tolerations = append(s.Tolerations, corev1.Toleration{
+			Key:               key,
+			Operator:          corev1.TolerationOpExists,
+			Effect:            corev1.TaintEffectNoExecute,
+			TolerationSeconds: ptrTo(notReadyTolerationSeconds),
+		})
+	}
+}
+
+// toleratesNoExecute reports whether some toleration names key's NoExecute
+// taint (an empty key or effect counts as naming every key or effect).
+func toleratesNoExecute(ts []corev1.Toleration, key string) bool {
+	for _, t := range ts {
+		if (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectlBin finds the real kubectl; without it the test fails in CI and
+// skips on a developer's machine.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kubectl is required: install it (/usr/bin/kubectl)")
+		}
+		t.Skip("no kubectl on this machine")
+	}
+	return p
+}
+
+// kubectlRunner runs kubectl against one server with an admin kubeconfig
+// and a HOME of its own (kubectl caches discovery there).
+type kubectlRunner struct {
+	bin, home  string
+	kubeconfig string
+}
+
+func newKubectl(t *testing.T, isle string, m *member) *kubectlRunner {
+	t.Helper()
+	home := t.TempDir()
+	kc := filepath.Join(home, "kubeconfig")
+	out, err := exec.Command(isle, "kubeconfig", "--data-dir", m.dir, "-o", kc, "--server", "https://"+m.apiAddr()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("isle kubeconfig: %v\n%s", err, out)
+	}
+	return &kubectlRunner{bin: kubectlBin(t), home: home, kubeconfig: kc}
+}
+
+func (k *kubectlRunner) cmd(stdin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(k.bin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+k.home, "KUBECONFIG="+k.kubeconfig)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	return cmd
+}
+
+// run runs kubectl and returns stdout and stderr; err is its exit status.
+func (k *kubectlRunner) run(stdin string, args ...string) (string, string, error) {
+	cmd := k.cmd(stdin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// ok runs kubectl, fails the test if it fails, and returns stdout.
+func (k *kubectlRunner) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := k.run("", args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+func mustMatch(t *testing.T, what, got string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(got) {
+			t.Fatalf("%s: output does not match %q:\n%s", what, p, got)
+		}
+	}
+}
+
+// TestKubectl runs the seed's hands-on check and the usual kubectl verbs
+// against a three-server cluster on loopback.
+func TestKubectl(t *testing.T) {
+	bin := isleBinary(t)
+	c := startStore(t, bin, 3)
+	k := newKubectl(t, bin, c.members[0])
+	hello, err := filepath.Abs("../deploy/examples/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("seed hands-on check", func(t *testing.T) {
+		if out := k.ok(t, "get", "--raw=/readyz"); out != "ok" {
+			t.Fatalf("/readyz answered %q, want ok", out)
+		}
+		_, errOut, err := k.run("", "get", "nodes")
+		if err != nil || !strings.Contains(errOut, "No resources found") {
+			t.Fatalf("get nodes: %v %s", err, errOut)
+		}
+		mustMatch(t, "get all -A -o wide", k.ok(t, "get", "all", "-A", "-o", "wide"),
+			`NAMESPACE +NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE +SELECTOR`,
+			`default +service/kubernetes +ClusterIP +10\.43\.0\.1 +<none> +443/TCP`)
+		k.ok(t, "get", "deploy,rs,pod,svc,ingress,pvc,hpa", "-A")
+		k.ok(t, "get", "pv")
+		k.ok(t, "get", "endpointslices", "-l", "kubernetes.io/service-name=hello")
+		k.ok(t, "get", "pvc", "-A")
+		mustMatch(t, "get ns", k.ok(t, "get", "ns"), `default +Active`, `kube-system +Active`, `kube-public +Active`, `kube-node-lease +Active`)
+	})
+
+	t.Run("apply prints created then unchanged then configured", func(t *testing.T) {
+		out := k.ok(t, "apply", "-f", hello)
+		for _, obj := range []string{"deployment.apps/hello", "service/hello", "ingress.networking.k8s.io/hello",
+			"persistentvolumeclaim/hello-data", "horizontalpodautoscaler.autoscaling/hello"} {
+			mustMatch(t, "first apply", out, regexp.QuoteMeta(obj)+" created")
+		}
+		mustMatch(t, "second apply", k.ok(t, "apply", "-f", hello), `deployment.apps/hello unchanged`, `service/hello unchanged`)
+		data, _ := os.ReadFile(hello)
+		edited := filepath.Join(t.TempDir(), "hello.yaml")
+		if err := os.WriteFile(edited, bytes.Replace(data, []byte("replicas: 3"), []byte("replicas: 4"), 1), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, "apply after an edit", k.ok(t, "apply", "-f", edited), `deployment.apps/hello configured`, `service/hello unchanged`)
+		if got := k.ok(t, "get", "deploy", "hello", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"); got != "4 2" {
+			t.Fatalf("replicas and generation after apply: %q, want \"4 2\"", got)
+		}
+		mustMatch(t, "get the tutorial's kinds", k.ok(t, "get", "deploy,rs,pod,svc,ingress,pvc,hpa", "-A"),
+			`deployment.apps/hello +0/4`, `service/hello +ClusterIP +10\.43\.`, `ingress.networking.k8s.io/hello +<none> +\* +80`,
+			`persistentvolumeclaim/hello-data +Pending`, `horizontalpodautoscaler.autoscaling/hello +Deployment/hello +cpu: <unknown>/70% +3 +6`)
+	})
+
+	t.Run("label annotate scale edit outputs describe", func(t *testing.T) {
+		mustMatch(t, "label", k.ok(t, "label", "deploy", "hello", "tier=web"), `deployment.apps/hello labeled`)
+		mustMatch(t, "annotate", k.ok(t, "annotate", "deploy", "hello", "note=hi"), `deployment.apps/hello annotated`)
+		mustMatch(t, "scale", k.ok(t, "scale", "deploy", "hello", "--replicas=2"), `deployment.apps/hello scaled`)
+		editor := filepath.Join(t.TempDir(), "editor.sh")
+		if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/replicas: 2/replicas: 5/' \"$1\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := k.cmd("", "edit", "deploy", "hello")
+		cmd.Env = append(cmd.Env, "EDITOR="+editor)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "edited") {
+			t.Fatalf("edit: %v %s", err, out)
+		}
+		if got := k.ok(t, "get", "deploy", "hello", "-o", "jsonpath={.spec.replicas} {.metadata.labels.tier} {.metadata.annotations.note}"); got != "5 web hi" {
+			t.Fatalf("after label, annotate, scale and edit: %q, want \"5 web hi\"", got)
+		}
+		mustMatch(t, "-o yaml", k.ok(t, "get", "svc", "hello", "-o", "yaml"), `kind: Service`, `clusterIP: 10\.43\.`, `resourceVersion: "\d+"`)
+		mustMatch(t, "-o json", k.ok(t, "get", "pvc", "hello-data", "-o", "json"), `"kind": "PersistentVolumeClaim"`)
+		mustMatch(t, "describe", k.ok(t, "describe", "deploy", "hello"), `Name: +hello`, `Replicas: +5 desired`, `Events: +<none>`)
+	})
+
+	t.Run("watch streams changes", func(t *testing.T) {
+		cmd := k.cmd("", "get", "configmaps", "-w", "--output-watch-events")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		time.Sleep(time.Second) // let the watch start; changes before it would be listed, not streamed
+		k.ok(t, "create", "configmap", "watched", "--from-literal=a=b")
+		k.ok(t, "patch", "configmap", "watched", "-p", `{"data":{"a":"c"}}`)
+		k.ok(t, "delete", "configmap", "watched")
+		waitFor(t, 10*time.Second, "the watch to show ADDED, MODIFIED and DELETED", func() bool {
+			s := out.String()
+			return strings.Contains(s, "ADDED") && strings.Contains(s, "MODIFIED") && strings.Contains(s, "DELETED")
+		})
+	})
+
+	t.Run("every server serves the same API", func(t *testing.T) {
+		k3 := newKubectl(t, bin, c.members[2])
+		k3.ok(t, "create", "configmap", "from-three", "--from-literal=x=y")
+		if got := k.ok(t, "get", "configmap", "from-three", "-o", "jsonpath={.data.x}"); got != "y" {
+			t.Fatalf("a write through the third server, read through the first: %q", got)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		mustMatch(t, "delete -f", k.ok(t, "delete", "-f", hello), `deployment.apps "hello" deleted`, `service "hello" deleted`)
+		_, errOut, err := k.run("", "get", "deploy", "hello")
+		if err == nil || !strings.Contains(errOut, `deployments.apps "hello" not found`) {
+			t.Fatalf("get after delete: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("anonymous requests get 401 except health and version", func(t *testing.T) {
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		for path, want := range map[string]int{"/api/v1/namespaces": 401, "/apis": 401, "/readyz": 200, "/livez": 200, "/version": 200} {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+c.members[1].apiAddr()+path, nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("anonymous GET %s: %d, want %d", path, resp.StatusCode, want)
+			}
+		}
+	})
+}
