@@ -89,6 +89,7 @@ func TestKubectl(t *testing.T) {
 	bin := isleBinary(t)
 	c := startStore(t, bin, 3)
 	k := newKubectl(t, bin, c.members[0])
+	waitAPIReady(t, adminClient(t, bin, c.members[0]))
 	hello, err := filepath.Abs("../deploy/examples/hello.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/raft"
 )
@@ -25,6 +27,7 @@ import (
 //
 //	POST /isle/v1/join     {name, raftAddr, apiAddr}  → {member, caCert, caKeySealed}
 //	POST /isle/v1/promote  {id}                       → 204 once the learner is a voter
+//	POST /isle/v1/nodetoken {node}                    → {token, caCert}: a node's bearer token
 
 type joinRequest struct {
 	Name     string `json:"name"`
@@ -40,6 +43,15 @@ type joinResponse struct {
 
 type promoteRequest struct {
 	ID uint64 `json:"id,string"`
+}
+
+type nodeTokenRequest struct {
+	Node string `json:"node"`
+}
+
+type nodeTokenResponse struct {
+	Token  string `json:"token"`
+	CACert []byte `json:"caCert"`
 }
 
 // joinHandler serves /isle/v1/.
@@ -97,6 +109,19 @@ func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	case "/isle/v1/nodetoken":
+		var req nodeTokenRequest
+		if err := json.NewDecoder(body).Decode(&req); err != nil || validation.IsDNS1123Subdomain(req.Node) != nil {
+			httpError(w, http.StatusBadRequest, "a node token request needs the node's name (a DNS subdomain)")
+			return
+		}
+		token, err := issueNodeToken(ctx, h.node, req.Node)
+		if err != nil {
+			httpError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		h.log.Info("cluster: node credential issued", "node", req.Node)
+		writeJSON(w, http.StatusOK, nodeTokenResponse{Token: token, CACert: h.id.CA.CertPEM})
 	default:
 		httpError(w, http.StatusNotFound, "no such isle endpoint")
 	}

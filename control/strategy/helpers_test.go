@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -88,13 +89,13 @@ func jsonEqual(t *testing.T, obj any, want string) {
 
 // Valid objects, already defaulted, for the validation tests.
 
-func meta(name string) metav1.ObjectMeta {
+func objMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", UID: "7d3a1c0e-0000-4000-8000-000000000001", ResourceVersion: "1"}
 }
 
 func validPod() *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: meta("web"),
+		ObjectMeta: objMeta("web"),
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "web", Image: "nginx:1.25",
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}},
@@ -115,7 +116,7 @@ func validTemplate(labels map[string]string) corev1.PodTemplateSpec {
 
 func validDeployment() *appsv1.Deployment {
 	d := &appsv1.Deployment{
-		ObjectMeta: meta("web"),
+		ObjectMeta: objMeta("web"),
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: validTemplate(map[string]string{"app": "web"}),
@@ -126,7 +127,7 @@ func validDeployment() *appsv1.Deployment {
 }
 
 func validJob() *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: meta("pi"), Spec: batchv1.JobSpec{Template: validTemplate(nil)}}
+	j := &batchv1.Job{ObjectMeta: objMeta("pi"), Spec: batchv1.JobSpec{Template: validTemplate(nil)}}
 	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	Default(j)
 	return j
@@ -134,7 +135,7 @@ func validJob() *batchv1.Job {
 
 func validService() *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: meta("web"),
+		ObjectMeta: objMeta("web"),
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"app": "web"},
 			Ports:    []corev1.ServicePort{{Port: 80}},
@@ -142,4 +143,17 @@ func validService() *corev1.Service {
 	}
 	Default(s)
 	return s
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return string(b)
+}
+
+func ownerRef(uid string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: types.UID(uid)}
 }
