@@ -53,6 +53,7 @@ type member struct {
 	storeAddr         string
 	apiPort, raftPort int
 	join, token       string
+	extra             []string // more flags for isle server
 	cmd               *exec.Cmd
 	log               *os.File
 	exited            chan struct{}
@@ -69,6 +70,7 @@ func (m *member) start(t *testing.T) {
 	t.Helper()
 	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
 		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort)}
+	args = append(args, m.extra...)
 	if m.join == "" {
 		args = append(args, "--init")
 	} else {
@@ -106,7 +108,7 @@ func (m *member) kill(t *testing.T) {
 
 // startStore starts n members on loopback: the first with --init, the
 // others joining it, and waits until all are voters.
-func startStore(t *testing.T, bin string, n int) *storeCluster {
+func startStore(t *testing.T, bin string, n int, extra ...string) *storeCluster {
 	t.Helper()
 	c := &storeCluster{}
 	logDir := t.TempDir()
@@ -114,7 +116,7 @@ func startStore(t *testing.T, bin string, n int) *storeCluster {
 		m := &member{
 			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
 			storeAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-			apiPort:   freePort(t), raftPort: freePort(t),
+			apiPort:   freePort(t), raftPort: freePort(t), extra: extra,
 		}
 		if i > 0 {
 			m.join = c.members[0].apiAddr()

@@ -26,6 +26,7 @@ type serverFlags struct {
 	raftPort  int
 	storeAddr string
 	logLevel  string
+	snapshot  cluster.SnapshotTuning
 }
 
 func newServerCommand() *cobra.Command {
@@ -55,6 +56,8 @@ the same command line works after a reboot.`,
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
 	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
+	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
 	return cmd
 }
 
@@ -105,6 +108,6 @@ func runServer(ctx context.Context, f serverFlags) error {
 	return cluster.Run(ctx, cluster.Config{
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
-		Version: version, Commit: commit, Logger: log,
+		Version: version, Commit: commit, Logger: log, Snapshot: f.snapshot,
 	})
 }

@@ -55,6 +55,16 @@ type Config struct {
 	// Version and Commit of isle, for /version.
 	Version, Commit string
 	Logger          *slog.Logger
+	// Snapshot tunes when the store snapshots (zero values: the store's
+	// defaults).
+	Snapshot SnapshotTuning
+}
+
+// SnapshotTuning tunes the store's snapshots: boards with little memory
+// may want them sooner.
+type SnapshotTuning struct {
+	Entries        uint64 // snapshot after this many entries
+	CatchUpEntries uint64 // entries kept in memory after a snapshot
 }
 
 func (c *Config) validate() error {
@@ -104,6 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 	node, err := raft.Open(raft.Config{
 		DataDir: storeDir, Name: cfg.Name, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.APIAdvertise,
 		Logger: log, Registerer: reg,
+		SnapshotEntries: cfg.Snapshot.Entries, CatchUpEntries: cfg.Snapshot.CatchUpEntries,
 	}, boot)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)

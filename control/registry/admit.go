@@ -218,3 +218,38 @@ func releasesOf(obj runtime.Object) []kv.Op {
 	}
 	return ops
 }
+
+// carryAllocations keeps what the server allocated to a Service (cluster
+// IPs, node ports) when an update leaves it out, as Kubernetes does.
+func carryAllocations(obj, old runtime.Object) {
+	svc, ok := obj.(*corev1.Service)
+	prev, ok2 := old.(*corev1.Service)
+	if !ok || !ok2 {
+		return
+	}
+	if svc.Spec.ClusterIP == "" && svc.Spec.Type != corev1.ServiceTypeExternalName {
+		svc.Spec.ClusterIP = prev.Spec.ClusterIP
+		svc.Spec.ClusterIPs = prev.Spec.ClusterIPs
+	}
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP == prev.Spec.ClusterIP {
+		svc.Spec.ClusterIPs = prev.Spec.ClusterIPs
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		if p.NodePort != 0 {
+			continue
+		}
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		for _, q := range prev.Spec.Ports {
+			if q.Port == p.Port && q.Protocol == proto && q.NodePort != 0 {
+				p.NodePort = q.NodePort
+			}
+		}
+	}
+}

@@ -41,8 +41,10 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 	}
 	var initial []runtime.Object
 	var from int64
-	switch opts.ResourceVersion {
-	case "", "0":
+	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if sendInitial || opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
+		// The current state first, as ADDED events (a watch-list stream
+		// when the client asked for sendInitialEvents).
 		list, err := s.List(ctx, r, ns, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, ResourceVersion: opts.ResourceVersion})
 		if err != nil {
 			return nil, err
@@ -52,7 +54,7 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 		}
 		lm, _ := meta.ListAccessor(list)
 		from, _ = strconv.ParseInt(lm.GetResourceVersion(), 10, 64)
-	default:
+	} else {
 		from, err = strconv.ParseInt(opts.ResourceVersion, 10, 64)
 		if err != nil || from < 0 {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a valid resource version", opts.ResourceVersion))
@@ -66,7 +68,7 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 		return nil, apierrors.NewInternalError(err)
 	}
 	out := make(chan WatchEvent, 16)
-	go s.pump(ctx, r, sel, opts.AllowWatchBookmarks, initial, w, from, out)
+	go s.pump(ctx, r, sel, opts.AllowWatchBookmarks, sendInitial && opts.AllowWatchBookmarks, initial, w, from, out)
 	return out, nil
 }
 
@@ -75,7 +77,7 @@ func tooOld(rv, compact int64) error {
 }
 
 // pump translates store events into API events until ctx ends.
-func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks bool, initial []runtime.Object, w *kv.Watcher, from int64, out chan<- WatchEvent) {
+func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks, initialEnd bool, initial []runtime.Object, w *kv.Watcher, from int64, out chan<- WatchEvent) {
 	defer close(out)
 	send := func(ev WatchEvent) bool {
 		select {
@@ -87,6 +89,14 @@ func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks b
 	}
 	for _, obj := range initial {
 		if !send(WatchEvent{Type: watch.Added, Object: obj}) {
+			return
+		}
+	}
+	if initialEnd {
+		b := s.bookmark(r, from)
+		m, _ := meta.Accessor(b)
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		if !send(WatchEvent{Type: watch.Bookmark, Object: b}) {
 			return
 		}
 	}

@@ -264,6 +264,7 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	if sub == "" {
+		carryAllocations(obj, old)
 		strategy.Default(obj)
 		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
 			nm.SetGeneration(om.GetGeneration() + 1)

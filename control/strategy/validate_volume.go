@@ -131,7 +131,9 @@ func validateVolumeSource(s *corev1.VolumeSource, fldPath *field.Path, volName s
 		{"projected", s.Projected != nil, func(p *field.Path) field.ErrorList { return validateProjected(s.Projected, p) }},
 		{"scaleIO", s.ScaleIO != nil, none},
 		{"csi", s.CSI != nil, func(p *field.Path) field.ErrorList { return validateCSIDriverName(s.CSI.Driver, p.Child("driver")) }},
-		{"ephemeral", s.Ephemeral != nil, func(p *field.Path) field.ErrorList { return validateEphemeral(s.Ephemeral, p, volName, podMeta, fldPath) }},
+		{"ephemeral", s.Ephemeral != nil, func(p *field.Path) field.ErrorList {
+			return validateEphemeral(s.Ephemeral, p, volName, podMeta, fldPath)
+		}},
 		{"image", s.Image != nil, func(p *field.Path) field.ErrorList {
 			errs := validatePullPolicy(s.Image.PullPolicy, p.Child("pullPolicy"))
 			if podMeta != nil && s.Image.Reference == "" {
