@@ -35,10 +35,9 @@ type MemberStatus struct {
 
 // Status reports this member's view of the cluster.
 func (n *Node) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := n.inLoop(ctx, func() {
+	return inLoop(ctx, n, func() Status {
 		rs := n.rn.Status()
-		st = Status{
+		st := Status{
 			ID: n.id, ClusterID: n.clusterID, Name: n.cfg.Name,
 			Role: roleName(rs), Leader: rs.Lead, Term: rs.Term, Commit: rs.Commit,
 			Applied: n.applied, SnapshotIndex: n.snapIndex, Revision: n.kv.Revision(),
@@ -50,8 +49,8 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			}
 			st.Members = append(st.Members, ms)
 		}
+		return st
 	})
-	return st, err
 }
 
 func roleName(rs etcdraft.Status) string {
@@ -184,15 +183,14 @@ func (n *Node) TransferLeader(ctx context.Context, to uint64) error {
 // leaderCheck runs check against the leader's status in the Ready loop; it
 // fails if this member is not the leader.
 func (n *Node) leaderCheck(ctx context.Context, check func(etcdraft.Status) error) error {
-	var err error
-	if lerr := n.inLoop(ctx, func() {
+	err, lerr := inLoop(ctx, n, func() error {
 		rs := n.rn.Status()
 		if rs.RaftState != etcdraft.StateLeader {
-			err = fmt.Errorf("%w: this member is not the leader (leader: %x)", ErrRefused, rs.Lead)
-			return
+			return fmt.Errorf("%w: this member is not the leader (leader: %x)", ErrRefused, rs.Lead)
 		}
-		err = check(rs)
-	}); lerr != nil {
+		return check(rs)
+	})
+	if lerr != nil {
 		return lerr
 	}
 	return err
@@ -204,7 +202,7 @@ func (n *Node) leaderCheck(ctx context.Context, check func(etcdraft.Status) erro
 // applied within two election timeouts is proposed again; a repeat that
 // finds the change already made is refused by the table and ignored here.
 func (n *Node) changeMembers(ctx context.Context, typ raftpb.ConfChangeType, m Member) error {
-	attempt := 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	attempt := max(2*time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval, time.Second)
 	for {
 		reqID := randomID()
 		cctx, err := json.Marshal(confContext{ReqID: reqID, Member: m})

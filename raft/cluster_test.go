@@ -151,9 +151,9 @@ func TestMembership(t *testing.T) {
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 3, Seed: 4})
 	ids := c.IDs()
 	lead := c.WaitLeader(5 * time.Second)
-	ctx := ctxT(t, 20*time.Second)
 
 	t.Run("transfer leadership", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
 		var to uint64
 		for _, id := range ids {
 			if id != lead {
@@ -171,6 +171,7 @@ func TestMembership(t *testing.T) {
 	})
 
 	t.Run("add a fourth member and remove it; its ID is never reused", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
 		id := c.AddMember("m3", lead)
 		if got := len(c.Node(lead).Members()); got != 4 {
 			t.Fatalf("%d members, want 4", got)
@@ -193,6 +194,7 @@ func TestMembership(t *testing.T) {
 	})
 
 	t.Run("removal that would lose quorum is refused", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
 		lead = c.WaitLeader(5 * time.Second)
 		var others []uint64
 		for _, id := range ids {

@@ -188,23 +188,26 @@ func (n *Node) control(f func()) {
 	}
 }
 
-// inLoop runs f in the Ready loop and waits for it to finish.
-func (n *Node) inLoop(ctx context.Context, f func()) error {
-	done := make(chan struct{})
+// inLoop runs f in the Ready loop and returns its result. If ctx ends
+// first, f may still run later, but its result goes nowhere: f must only
+// return values, never write to the caller's variables.
+func inLoop[T any](ctx context.Context, n *Node, f func() T) (T, error) {
+	var zero T
+	ch := make(chan T, 1)
 	select {
-	case n.ctrlc <- func() { f(); close(done) }:
+	case n.ctrlc <- func() { ch <- f() }:
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	case <-n.stopc:
-		return n.doneErr()
+		return zero, n.doneErr()
 	}
 	select {
-	case <-done:
-		return nil
+	case v := <-ch:
+		return v, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	case <-n.donec:
-		return n.doneErr()
+		return zero, n.doneErr()
 	}
 }
 

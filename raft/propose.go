@@ -57,11 +57,11 @@ func (n *Node) wait(ctx context.Context, p *proposal) (proposalResult, error) {
 	}
 	// Withdraw the proposal in the loop, so that whether raft ever took it
 	// is settled: after this the loop will not submit it again.
-	var accepted bool
-	if err := n.inLoop(context.Background(), func() {
+	accepted, err := inLoop(context.Background(), n, func() bool {
 		delete(n.pending, p.id)
-		accepted = p.accepted
-	}); err != nil {
+		return p.accepted
+	})
+	if err != nil {
 		accepted = true // the loop stopped; raft may have taken it
 	}
 	select {
