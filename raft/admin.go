@@ -157,27 +157,36 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 }
 
 // TransferLeader hands leadership to another voter and waits until it has
-// taken over. Call it on the leader.
+// taken over. Call it on the leader. Raft abandons a transfer that does not
+// finish within an election timeout; it is asked again until ctx ends.
 func (n *Node) TransferLeader(ctx context.Context, to uint64) error {
-	if err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
-		if _, ok := rs.Config.Voters.IDs()[to]; !ok {
-			return fmt.Errorf("%w: %x is not a voter", ErrRefused, to)
+	for {
+		err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
+			if _, ok := rs.Config.Voters.IDs()[to]; !ok {
+				return fmt.Errorf("%w: %x is not a voter", ErrRefused, to)
+			}
+			if rs.LeadTransferee != to {
+				n.rn.TransferLeader(to)
+			}
+			return nil
+		})
+		switch {
+		case n.Leader() == to:
+			return nil
+		case err != nil && !(errors.Is(err, ErrRefused) && n.Leader() != n.id):
+			return fmt.Errorf("raft: transfer leadership to %x: %w", to, err)
 		}
-		n.rn.TransferLeader(to)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("raft: transfer leadership to %x: %w", to, err)
-	}
-	for n.Leader() != to {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("raft: transfer leadership to %x: %w", to, ctx.Err())
 		case <-n.donec:
 			return n.doneErr()
-		case <-time.After(n.cfg.TickInterval / 2):
+		case <-time.After(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks)):
+		}
+		if n.Leader() == to {
+			return nil
 		}
 	}
-	return nil
 }
 
 // leaderCheck runs check against the leader's status in the Ready loop; it
