@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# The main job for now: a three-member isle store on loopback, shown working.
-#   deploy/demo.sh start   start it (or say it runs), write and read, kill the leader, read again
+# The main job for now: three isle servers on loopback (store + Kubernetes
+# API), driven with the real kubectl, surviving kill -9 of the Raft leader.
+#   deploy/demo.sh start   start it (or say it runs) and show it working
 #   deploy/demo.sh stop    stop it and remove its data
 set -euo pipefail
-ISLE=${ISLE:-$(cd "$(dirname "$0")/.." && pwd)/out/isle}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ISLE=${ISLE:-$ROOT/out/isle}
 DIR=${DEMO_DIR:-/tmp/isle-demo}
 names=(pi1 pi2 pi3)
 
-store() { "$ISLE" store --server "127.0.0.1:$1" "${@:2}"; }
-port() { echo $((16443 + 10 * $1)); }   # store API: 16444, 16454, 16464; raft: +1; Kubernetes API: +2
+# Ports of board i: store debug API 16444+10i, raft +1, Kubernetes API +2.
+store_port() { echo $((16444 + 10 * $1)); }
+api_port() { echo $((16446 + 10 * $1)); }
+store() { "$ISLE" store --server "127.0.0.1:$(store_port "$1")" "${@:2}"; }
+k() { # board index, then kubectl arguments
+  KUBECONFIG="$DIR/kubeconfig-${names[$1]}" HOME="$DIR/home" kubectl "${@:2}"
+}
 
 start_member() { # index, then --init or --join ADDR --token T
-  local i=$1 name=${names[$1]} p; p=$(port "$i")
+  local i=$1 name=${names[$1]}
   mkdir -p "$DIR/$name"
   nohup "$ISLE" server "${@:2}" --name "$name" --data-dir "$DIR/$name" --address 127.0.0.1 \
-    --store-addr "127.0.0.1:$((p + 1))" --raft-port "$((p + 2))" --api-port "$((p + 3))" \
-    >>"$DIR/$name.log" 2>&1 &
+    --store-addr "127.0.0.1:$(store_port "$i")" --raft-port "$(($(store_port "$i") + 1))" \
+    --api-port "$(api_port "$i")" >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
   disown
 }
@@ -28,9 +35,11 @@ wait_until() { # seconds, command...
   done
 }
 
+voters() { store 0 status | grep -cE '^[0-9a-f]+ +[^ ]+ +(voter|leader) '; }
+
 leader_index() {
   local n
-  n=$(store 16444 status --leader 2>/dev/null || store 16454 status --leader 2>/dev/null || store 16464 status --leader)
+  n=$(store 0 status --leader 2>/dev/null || store 1 status --leader 2>/dev/null || store 2 status --leader)
   for j in 0 1 2; do
     if [[ ${names[$j]} == "$n" ]]; then echo "$j"; fi
   done
@@ -39,40 +48,54 @@ leader_index() {
 case ${1:-start} in
 start)
   [[ -x $ISLE ]] || { echo "demo: $ISLE is missing: run 'make build'" >&2; exit 1; }
+  command -v kubectl >/dev/null || { echo "demo: kubectl is missing: install it (apt-get install kubectl, or see README)" >&2; exit 1; }
   if [[ -f $DIR/pi1.pid ]] && kill -0 "$(cat "$DIR/pi1.pid")" 2>/dev/null; then
     echo "demo: already running (data in $DIR); 'make demo-down' stops it"; exit 0
   fi
-  mkdir -p "$DIR"
-  echo "== starting pi1 with --init, then pi2 and pi3 with --join"
+  mkdir -p "$DIR/home"
+  echo "== pi1 starts the cluster (--init); pi2 and pi3 join with its token"
   start_member 0 --init
-  wait_until 10 store 16444 status
+  wait_until 15 store 0 status
   token=$(cat "$DIR/pi1/token")
-  start_member 1 --join 127.0.0.1:16446 --token "$token"
-  start_member 2 --join 127.0.0.1:16446 --token "$token"
-  wait_until 20 bash -c "'$ISLE' store --server 127.0.0.1:16444 status | grep -cE '^[0-9a-f]+ +[^ ]+ +(voter|leader) ' | grep -qx 3"
-  store 16444 status
-  echo; echo "== write on pi1, read (linearizable) on pi3"
-  store 16444 put /demo/greeting "hello from isle"
-  store 16464 get /demo/greeting
+  start_member 1 --join "127.0.0.1:$(api_port 0)" --token "$token"
+  start_member 2 --join "127.0.0.1:$(api_port 0)" --token "$token"
+  wait_until 30 bash -c "[[ \$('$ISLE' store --server 127.0.0.1:$(store_port 0) status | grep -cE '^[0-9a-f]+ +[^ ]+ +(voter|leader) ') == 3 ]]"
+  for i in 0 1 2; do
+    "$ISLE" kubeconfig --data-dir "$DIR/${names[$i]}" -o "$DIR/kubeconfig-${names[$i]}" --server "https://127.0.0.1:$(api_port "$i")"
+  done
+  store 0 status
+  wait_until 15 k 0 get namespace default
+
+  echo; echo "== kubectl against pi1"
+  k 0 get --raw='/readyz' && echo
+  k 0 get namespaces
+  k 0 apply -f "$ROOT/deploy/examples/hello.yaml"
+  k 0 get deploy,rs,pod,svc,ingress,pvc,hpa -A
+  echo "(stored, not running: pods wait for the scheduler and the node agent, which come next)"
+
   lead=$(leader_index)
-  echo; echo "== kill -9 the leader (${names[$lead]}), write again through a survivor"
+  other=$(((lead + 1) % 3))
+  echo; echo "== kill -9 the Raft leader (${names[$lead]}); kubectl through ${names[$other]}"
   kill -9 "$(cat "$DIR/${names[$lead]}.pid")"
-  other=$(( (lead + 1) % 3 ))
   t0=$(date +%s.%N)
-  wait_until 10 store "$(( $(port $other) + 1 ))" put /demo/after-failover ok
+  wait_until 15 k "$other" scale deploy hello --replicas=4
   printf 'writes resumed after %.2f s\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
-  store "$(( $(port $other) + 1 ))" get /demo/greeting
+  k "$other" get deploy hello
+
   echo; echo "== restart ${names[$lead]}: it rejoins from its own disk"
   start_member "$lead"
-  wait_until 10 store "$(( $(port "$lead") + 1 ))" get /demo/after-failover
-  store "$(( $(port "$lead") + 1 ))" status
-  echo; echo "The store runs on 127.0.0.1:16444, :16454, :16464. Try:"
-  echo "  $ISLE store --server 127.0.0.1:16444 status"
+  wait_until 15 k "$lead" get --raw=/readyz
+  k "$lead" get deploy hello -o jsonpath='{.metadata.name}: {.spec.replicas} replicas wanted{"\n"}'
+  store "$lead" status
+
+  echo; echo "Three servers run on 127.0.0.1 (Kubernetes API on :$(api_port 0), :$(api_port 1), :$(api_port 2)). Try:"
+  echo "  export KUBECONFIG=$DIR/kubeconfig-pi2"
+  echo "  kubectl get all -A -o wide"
   echo "Stop it with: make demo-down"
   ;;
 stop)
   for n in "${names[@]}"; do
-    [[ -f $DIR/$n.pid ]] && kill "$(cat "$DIR/$n.pid")" 2>/dev/null || true
+    if [[ -f $DIR/$n.pid ]]; then kill "$(cat "$DIR/$n.pid")" 2>/dev/null || true; fi
   done
   rm -rf "$DIR"; echo "demo: stopped"
   ;;

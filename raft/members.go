@@ -14,7 +14,7 @@ type Member struct {
 	ID         uint64 `json:"id"`
 	Name       string `json:"name"`
 	RaftAddr   string `json:"raftAddr"`
-	ClientAddr string `json:"clientAddr,omitempty"`
+	ClientAddr string `json:"clientAddr,omitempty"` // where clients reach this member (isle: its API server)
 	Learner    bool   `json:"learner,omitempty"`
 }
 

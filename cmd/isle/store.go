@@ -170,7 +170,7 @@ func printStatus(w io.Writer, st raft.Status) error {
 	fmt.Fprintf(w, "commit %d  applied %d  snapshot %d  revision %d\n\n",
 		st.Commit, st.Applied, st.SnapshotIndex, st.Revision)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tROLE\tRAFT\tSTORE\tMATCH")
+	fmt.Fprintln(tw, "ID\tNAME\tROLE\tRAFT\tAPI\tMATCH")
 	for _, m := range st.Members {
 		role := "voter"
 		switch {
