@@ -153,3 +153,35 @@ func TestLeaderKillUnderApplies(t *testing.T) {
 	}
 	t.Logf("%d of %d applies succeeded across the failover; the watch saw %d objects, each once", okCount, len(results), len(rec.seen))
 }
+
+// TestQuorumLoss stops two of three servers: the survivor answers writes
+// with 503, fails /readyz, and recovers once a second server is back.
+func TestQuorumLoss(t *testing.T) {
+	bin := isleBinary(t)
+	c := startStore(t, bin, 3)
+	admin := adminClient(t, bin, c.members[0])
+	waitAPIReady(t, admin)
+	c.members[1].kill(t)
+	c.members[2].kill(t)
+	cm := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lost"}}`)
+	code, body, _ := admin.do(t, "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm)
+	if code != 503 || !strings.Contains(body, "no quorum") {
+		t.Fatalf("a write without quorum: %d %s, want 503 naming the lost quorum", code, truncate(body))
+	}
+	code, body, _ = admin.do(t, "GET", "/readyz?verbose", "", nil)
+	if code != 500 || !strings.Contains(body, "[-]etcd failed") {
+		t.Fatalf("/readyz without quorum: %d %s", code, body)
+	}
+	if code, _, _ := admin.do(t, "GET", "/livez", "", nil); code != 200 {
+		t.Fatalf("/livez without quorum: %d, want 200 (the process is alive)", code)
+	}
+	c.members[1].start(t)
+	waitFor(t, 20*time.Second, "/readyz to pass again", func() bool {
+		code, _, _ := admin.do(t, "GET", "/readyz", "", nil)
+		return code == 200
+	})
+	code, body, _ = admin.do(t, "POST", "/api/v1/namespaces/default/configmaps", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"back"}}`))
+	if code != 201 {
+		t.Fatalf("a write with quorum back: %d %s", code, truncate(body))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +38,18 @@ type kubectlRunner struct {
 
 func newKubectl(t *testing.T, isle string, m *member) *kubectlRunner {
 	t.Helper()
+	return newKubectlBin(t, isle, m, kubectlBin(t))
+}
+
+func newKubectlBin(t *testing.T, isle string, m *member, bin string) *kubectlRunner {
+	t.Helper()
 	home := t.TempDir()
 	kc := filepath.Join(home, "kubeconfig")
 	out, err := exec.Command(isle, "kubeconfig", "--data-dir", m.dir, "-o", kc, "--server", "https://"+m.apiAddr()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("isle kubeconfig: %v\n%s", err, out)
 	}
-	return &kubectlRunner{bin: kubectlBin(t), home: home, kubeconfig: kc}
+	return &kubectlRunner{bin: bin, home: home, kubeconfig: kc}
 }
 
 func (k *kubectlRunner) cmd(stdin string, args ...string) *exec.Cmd {
@@ -83,13 +89,42 @@ func mustMatch(t *testing.T, what, got string, patterns ...string) {
 	}
 }
 
+// kubectlVersions lists the kubectl binaries to test: the one on PATH, and
+// the versioned ones bundled beside it on these machines (1.30 and later).
+func kubectlVersions(t *testing.T) map[string]string {
+	out := map[string]string{"default": kubectlBin(t)}
+	for _, v := range []string{"1.30", "1.31", "1.32", "1.33"} {
+		p := "/usr/lib/google-cloud-sdk/bin/kubectl." + v
+		if _, err := os.Stat(p); err == nil {
+			out[v] = p
+		}
+	}
+	return out
+}
+
 // TestKubectl runs the seed's hands-on check and the usual kubectl verbs
-// against a three-server cluster on loopback.
+// against a three-server cluster on loopback, with every kubectl version
+// this machine has.
 func TestKubectl(t *testing.T) {
 	bin := isleBinary(t)
 	c := startStore(t, bin, 3)
-	k := newKubectl(t, bin, c.members[0])
 	waitAPIReady(t, adminClient(t, bin, c.members[0]))
+	versions := kubectlVersions(t)
+	names := make([]string, 0, len(versions))
+	for v := range versions {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		t.Run("kubectl "+v, func(t *testing.T) { kubectlAcceptance(t, bin, c, versions[v]) })
+	}
+}
+
+func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {
+	k := newKubectlBin(t, bin, c.members[0], kubectl)
+	if out, err := exec.Command(kubectl, "version", "--client").Output(); err == nil {
+		t.Logf("%s", strings.TrimSpace(string(out)))
+	}
 	hello, err := filepath.Abs("../deploy/examples/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -174,11 +209,12 @@ func TestKubectl(t *testing.T) {
 	})
 
 	t.Run("every server serves the same API", func(t *testing.T) {
-		k3 := newKubectl(t, bin, c.members[2])
+		k3 := newKubectlBin(t, bin, c.members[2], kubectl)
 		k3.ok(t, "create", "configmap", "from-three", "--from-literal=x=y")
 		if got := k.ok(t, "get", "configmap", "from-three", "-o", "jsonpath={.data.x}"); got != "y" {
 			t.Fatalf("a write through the third server, read through the first: %q", got)
 		}
+		k.ok(t, "delete", "configmap", "from-three")
 	})
 
 	t.Run("delete", func(t *testing.T) {

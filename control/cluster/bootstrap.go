@@ -11,18 +11,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/raft/kv"
 )
 
 // systemNamespaces exist in every cluster from the start.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// bootstrapObjects creates, on the leader, what every Kubernetes cluster
-// has from the start: the system namespaces and the kubernetes Service.
-// It is idempotent and retries until it has succeeded or ctx ends.
-func bootstrapObjects(ctx context.Context, store *registry.Store, log *slog.Logger) {
+// Where the cluster CA is kept in the store: the certificate, and the key
+// sealed with the cluster token's secret (pki.Seal).
+const (
+	caCertKey      = "/isle/ca/cert"
+	caKeySealedKey = "/isle/ca/key.sealed"
+)
+
+// bootstrapObjects creates, on the leader, what every cluster has from the
+// start: the CA in the store, the system namespaces and the kubernetes
+// Service. It is idempotent and retries until it has succeeded or ctx ends.
+func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, log *slog.Logger) {
 	for {
-		err := ensureObjects(ctx, store)
+		err := ensureCA(ctx, store, id)
+		if err == nil {
+			err = ensureObjects(ctx, store)
+		}
 		if err == nil {
 			return
 		}
@@ -33,6 +45,21 @@ func bootstrapObjects(ctx context.Context, store *registry.Store, log *slog.Logg
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// ensureCA stores the CA certificate and its sealed key, unless present.
+func ensureCA(ctx context.Context, store *registry.Store, id Identity) error {
+	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	if err != nil {
+		return err
+	}
+	if _, found, _ := store.Node().KV().Get(caCertKey); found {
+		return nil
+	}
+	_, err = store.Node().Propose(ctx,
+		kv.Op{Type: kv.OpPut, Key: caCertKey, Value: id.CA.CertPEM, IfModRev: 0},
+		kv.Op{Type: kv.OpPut, Key: caKeySealedKey, Value: sealed, IfModRev: 0})
+	return err
 }
 
 func ensureObjects(ctx context.Context, store *registry.Store) error {

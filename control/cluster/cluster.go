@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 		go promoteSelf(runCtx, node, joiner, log)
 	}
 	go whileLeader(runCtx, node, func(ctx context.Context) {
-		bootstrapObjects(ctx, store, log)
+		bootstrapObjects(ctx, store, id, log)
 		controllers.RunAll(ctx, controllers.Table(store, log), log)
 	})
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),

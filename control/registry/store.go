@@ -164,7 +164,7 @@ func storeError(err error) error {
 	case errors.Is(err, raft.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("the store did not confirm the request in time; it may or may not have been applied", 1)
 	case errors.Is(err, raft.ErrNoLeader), errors.Is(err, raft.ErrStopped):
-		return apierrors.NewServiceUnavailable("the cluster store has no quorum: " + err.Error())
+		return apierrors.NewServiceUnavailable("the cluster store has no quorum; nothing was written: " + err.Error())
 	case errors.Is(err, context.Canceled):
 		return apierrors.NewServiceUnavailable("request canceled")
 	}

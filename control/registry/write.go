@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/isle-cluster/isle/control/strategy"
+	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/kv"
 )
 
@@ -96,6 +98,10 @@ func (s *Store) propose(ctx context.Context, ops ...kv.Op) (kv.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
 	res, err := s.node.Propose(ctx, ops...)
+	if errors.Is(err, raft.ErrTimeout) && s.node.Leader() == 0 {
+		// Taken by raft but no leader now: the store has lost its quorum.
+		return res, apierrors.NewServiceUnavailable("the cluster store has no quorum; the write may or may not have been applied: " + err.Error())
+	}
 	if err != nil {
 		return res, storeError(err)
 	}
