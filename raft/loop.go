@@ -155,7 +155,7 @@ func (n *Node) leaderChanged(lead uint64) {
 	n.log.Info("raft: leader changed", "from", fmt.Sprintf("%x", n.lead), "to", fmt.Sprintf("%x", lead))
 	n.metrics.leaderChanges.Inc()
 	n.lead = lead
-	n.leader.Store(lead)
+	n.publishLeader(lead)
 	if lead == etcdraft.None {
 		return
 	}

@@ -88,6 +88,8 @@ type Node struct {
 	statusMu     sync.RWMutex
 	memberList   []Member
 	leader       atomic.Uint64
+	leaderMu     sync.Mutex
+	leaderCh     chan struct{} // closed and replaced on every leader change
 }
 
 // ID returns this member's ID.
@@ -112,6 +114,22 @@ func (n *Node) Err() error {
 
 // Leader returns the current leader's ID as this member last saw it (0: none).
 func (n *Node) Leader() uint64 { return n.leader.Load() }
+
+// LeaderChanged returns a channel that is closed at the next leader change
+// (including to "no leader"); call it again for the one after.
+func (n *Node) LeaderChanged() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderCh
+}
+
+func (n *Node) publishLeader(lead uint64) {
+	n.leader.Store(lead)
+	n.leaderMu.Lock()
+	close(n.leaderCh)
+	n.leaderCh = make(chan struct{})
+	n.leaderMu.Unlock()
+}
 
 // Members returns the member table as of the last applied entry.
 func (n *Node) Members() []Member {

@@ -74,6 +74,7 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		stopc:     make(chan struct{}),
 		donec:     make(chan struct{}),
 		appliedCh: make(chan struct{}),
+		leaderCh:  make(chan struct{}),
 	}
 	if n.snaps, err = snap.New(filepath.Join(cfg.DataDir, "snap"), cfg.Logger); err != nil {
 		return nil, fmt.Errorf("raft: open snapshots: %w", err)

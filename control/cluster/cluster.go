@@ -266,17 +266,20 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 // context that ends when it stops being the leader.
 func whileLeader(ctx context.Context, node *raft.Node, f func(context.Context)) {
 	for {
-		for node.Leader() != node.ID() {
+		changed := node.LeaderChanged()
+		if node.Leader() != node.ID() {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-changed:
+				continue
 			}
 		}
 		lctx, cancel := context.WithCancel(ctx)
 		go func() {
-			for node.Leader() == node.ID() && lctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond)
+			select {
+			case <-changed:
+			case <-lctx.Done():
 			}
 			cancel()
 		}()
