@@ -92,17 +92,6 @@ func (c *Client) write(ctx context.Context, method, key string, value []byte, if
 	return r, nil
 }
 
-// AddMember asks the cluster to add a learner.
-func (c *Client) AddMember(ctx context.Context, req AddMemberRequest) (raft.JoinInfo, error) {
-	var info raft.JoinInfo
-	b, err := json.Marshal(req)
-	if err != nil {
-		return info, err
-	}
-	err = c.do(ctx, http.MethodPost, "/store/v1/members", b, &info)
-	return info, err
-}
-
 // Promote asks the leader to make a learner a voter.
 func (c *Client) Promote(ctx context.Context, id uint64) error {
 	return c.do(ctx, http.MethodPost, fmt.Sprintf("/store/v1/members/%x/promote", id), nil, nil)

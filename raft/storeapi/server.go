@@ -1,6 +1,8 @@
-// Package storeapi serves a store member's small HTTP API (status, keys,
-// membership) and is its client: `isle store` uses it to inspect a running
-// member, joiners use it to be added, and benchmarks use it to write.
+// Package storeapi serves a store member's small debugging HTTP API
+// (status, keys, membership) and is its client: `isle store` uses it to
+// inspect a running member, and the store benchmark to write. It has no
+// authentication: servers bind it to loopback. (Servers join through the
+// API server's token-authenticated join protocol, not through this.)
 //
 // All bodies are JSON. Keys travel in the query, so any byte string is a key.
 //
@@ -9,7 +11,6 @@
 //	GET    /store/v1/kv?prefix=P&start=S&limit=N
 //	PUT    /store/v1/key?k=KEY[&ifModRev=N]    body is the value
 //	DELETE /store/v1/key?k=KEY[&ifModRev=N]
-//	POST   /store/v1/members                  {name, raftAddr, clientAddr} → JoinInfo
 //	POST   /store/v1/members/ID/promote
 //	DELETE /store/v1/members/ID
 //	POST   /store/v1/leader                   {"to": ID}
@@ -43,7 +44,6 @@ func Handler(node *raft.Node, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /store/v1/kv", s.list)
 	mux.HandleFunc("PUT /store/v1/key", s.put)
 	mux.HandleFunc("DELETE /store/v1/key", s.del)
-	mux.HandleFunc("POST /store/v1/members", s.addMember)
 	mux.HandleFunc("POST /store/v1/members/{id}/promote", s.promote)
 	mux.HandleFunc("DELETE /store/v1/members/{id}", s.removeMember)
 	mux.HandleFunc("POST /store/v1/leader", s.transferLeader)
@@ -199,29 +199,6 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, op kv.Op) {
 		code = http.StatusConflict
 	}
 	writeJSON(w, code, resp)
-}
-
-// AddMemberRequest asks to add a learner.
-type AddMemberRequest struct {
-	Name       string `json:"name"`
-	RaftAddr   string `json:"raftAddr"`
-	ClientAddr string `json:"clientAddr"`
-}
-
-func (s *server) addMember(w http.ResponseWriter, r *http.Request) {
-	var req AddMemberRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, Error{"decode request: " + err.Error()})
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-	defer cancel()
-	info, err := s.node.AddLearner(ctx, raft.Member{Name: req.Name, RaftAddr: req.RaftAddr, ClientAddr: req.ClientAddr})
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
 }
 
 func (s *server) promote(w http.ResponseWriter, r *http.Request) {
