@@ -6,10 +6,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isle-cluster/isle/control/cluster"
 )
@@ -26,6 +28,7 @@ type serverFlags struct {
 	raftPort  int
 	storeAddr string
 	logLevel  string
+	memLimit  string
 	snapshot  cluster.SnapshotTuning
 }
 
@@ -56,6 +59,7 @@ the same command line works after a reboot.`,
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
 	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.memLimit, "memory-limit", "40Mi", "soft limit of the Go runtime's memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
 	return cmd
@@ -76,6 +80,9 @@ func (f *serverFlags) validate() error {
 		if p < 1 || p > 65535 {
 			return fmt.Errorf("%s %d: want a port from 1 to 65535", flag, p)
 		}
+	}
+	if q, err := resource.ParseQuantity(f.memLimit); err != nil || q.Sign() < 0 {
+		return fmt.Errorf("--memory-limit %q: want a size such as 40Mi, or 0", f.memLimit)
 	}
 	if f.apiPort == f.raftPort {
 		return fmt.Errorf("--api-port and --raft-port are both %d: give two ports", f.apiPort)
@@ -101,6 +108,9 @@ func runServer(ctx context.Context, f serverFlags) error {
 	log, err := newLogger(f.logLevel)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
+	}
+	if q := resource.MustParse(f.memLimit); q.Value() > 0 {
+		debug.SetMemoryLimit(q.Value())
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

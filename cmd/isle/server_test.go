@@ -9,7 +9,7 @@ import (
 
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
-		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, storeAddr: "127.0.0.1:6444"}
+		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, storeAddr: "127.0.0.1:6444", memLimit: "40Mi"}
 	}
 	cases := []struct {
 		name   string
@@ -25,6 +25,9 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"same ports", func(f *serverFlags) { f.raftPort = 6443 }, "two ports"},
 		{"store port zero", func(f *serverFlags) { f.storeAddr = "127.0.0.1:0" }, "--store-addr"},
 		{"store off", func(f *serverFlags) { f.storeAddr = "" }, ""},
+		{"memory limit off", func(f *serverFlags) { f.memLimit = "0" }, ""},
+		{"memory limit not a size", func(f *serverFlags) { f.memLimit = "lots" }, "--memory-limit"},
+		{"negative memory limit", func(f *serverFlags) { f.memLimit = "-1Mi" }, "--memory-limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -132,17 +132,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		}
 		s.writeObject(w, r, http.StatusOK, res, obj)
 	case "list":
-		opts, err := listOptions(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		list, err := s.store.List(r.Context(), res, req.Namespace, opts)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeObject(w, r, http.StatusOK, res, list)
+		s.serveList(w, r, req)
 	case "watch":
 		s.serveWatch(w, r, req)
 	case "create":

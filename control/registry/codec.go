@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Scheme knows every served type and the meta types (options, Status,
@@ -148,13 +149,15 @@ func encode(r *Resource, obj runtime.Object) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// decodeStored decodes an object read from the store.
+// decodeStored decodes an object read from the store. The store holds
+// only objects this server wrote, of a known type, so it unmarshals
+// straight into the type (the serializer's extra pass to read apiVersion
+// and kind was most of a list's cost).
 func decodeStored(r *Resource, data []byte) (runtime.Object, error) {
-	gvk := r.GVK()
-	obj, _, err := laxJSON.Decode(data, &gvk, r.New())
-	if err != nil {
+	obj := r.New()
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
 		return nil, fmt.Errorf("registry: decode stored %s: %w", r.Kind, err)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj.GetObjectKind().SetGroupVersionKind(r.GVK())
 	return obj, nil
 }

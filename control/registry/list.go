@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/isle-cluster/isle/raft/kv"
 )
 
 // Selector is a parsed label and field selector.
@@ -130,74 +132,96 @@ func decodeContinue(s string) (continueToken, error) {
 
 // List reads the objects of r in namespace ns ("" = all namespaces) that
 // match the selectors, at most opts.Limit of them (0 = all) with a continue
-// token for the rest. Pages after the first come from the store's current
-// state (isle keeps no old versions); a continue token older than the
-// store's watch history answers 410 Gone, as in Kubernetes.
+// token for the rest. See Scan.
 func (s *Store) List(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions) (runtime.Object, error) {
-	sel, err := ParseSelector(opts)
+	var items []runtime.Object
+	lm, err := s.Scan(ctx, r, ns, opts, func(obj runtime.Object) error {
+		items = append(items, obj)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	list := r.NewList()
+	if err := meta.SetList(list, items); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	la, _ := meta.ListAccessor(list)
+	la.SetResourceVersion(lm.ResourceVersion)
+	la.SetContinue(lm.Continue)
+	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind + "List"))
+	return list, nil
+}
+
+// Scan calls fn, in key order, for each object of r in ns that matches the
+// selectors, at most opts.Limit of them, and returns the list's metadata
+// (resourceVersion, continue). It reads one consistent view of the store,
+// decoding one object at a time, so a caller that streams its answer holds
+// one object in memory, not the whole list. Pages after the first come from
+// the store's state when they are asked for (isle keeps no old versions);
+// a continue token older than the store's watch history answers 410 Gone,
+// as in Kubernetes.
+func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions, fn func(runtime.Object) error) (metav1.ListMeta, error) {
+	var lm metav1.ListMeta
+	sel, err := ParseSelector(opts)
+	if err != nil {
+		return lm, err
+	}
 	if err := checkFields(r, sel.Fields); err != nil {
-		return nil, err
+		return lm, err
 	}
 	if opts.Limit < 0 {
-		return nil, apierrors.NewBadRequest("limit: must be non-negative")
+		return lm, apierrors.NewBadRequest("limit: must be non-negative")
 	}
 	prefix := keyPrefix(r, ns)
 	start := prefix
 	if opts.Continue != "" {
 		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
-			return nil, err
+			return lm, err
 		}
 		if tok.RV < s.node.KV().CompactRevision() {
-			return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			return lm, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 		}
 		start = tok.Start
 	} else if err := s.listFreshness(ctx, opts); err != nil {
-		return nil, err
+		return lm, err
 	}
-
-	var items []runtime.Object
+	view := s.node.KV().View()
+	var n int64
 	var next string
-	var rev int64
-	for {
-		chunk := 500
-		if opts.Limit > 0 {
-			chunk = int(opts.Limit) - len(items) + 1
+	var ferr error
+	view.Range(prefix, start, func(v kv.KeyValue) bool {
+		if opts.Limit > 0 && n == opts.Limit {
+			next = v.Key
+			return false
 		}
-		kvs, more, r2 := s.node.KV().List(prefix, start, chunk)
-		rev = r2
-		for i, v := range kvs {
-			if opts.Limit > 0 && int64(len(items)) == opts.Limit {
-				next = kvs[i].Key
-				break
-			}
-			obj, err := s.fromStore(r, v)
-			if err != nil {
-				return nil, err
-			}
-			if sel.Matches(obj) {
-				items = append(items, obj)
-			}
+		obj, err := s.fromStore(r, v)
+		if err != nil {
+			ferr = err
+			return false
 		}
-		if next != "" || !more || len(kvs) == 0 {
-			break
+		if !sel.Matches(obj) {
+			return true
 		}
-		start = kvs[len(kvs)-1].Key + "\x00"
+		n++
+		if err := fn(obj); err != nil {
+			ferr = err
+			return false
+		}
+		return ctx.Err() == nil
+	})
+	if ferr != nil {
+		return lm, ferr
 	}
-	list := r.NewList()
-	if err := meta.SetList(list, items); err != nil {
-		return nil, apierrors.NewInternalError(err)
+	if err := ctx.Err(); err != nil {
+		return lm, storeError(err)
 	}
-	lm, _ := meta.ListAccessor(list)
-	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	lm.ResourceVersion = strconv.FormatInt(view.Revision(), 10)
 	if next != "" {
-		lm.SetContinue(encodeContinue(rev, next))
+		lm.Continue = encodeContinue(view.Revision(), next)
 	}
-	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind + "List"))
-	return list, nil
+	return lm, nil
 }
 
 // listFreshness makes the local copy fresh enough for the requested

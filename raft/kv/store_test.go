@@ -449,3 +449,23 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Errorf("revision %d, want %d", s.Revision(), writes)
 	}
 }
+
+func TestViewIsPointInTime(t *testing.T) {
+	s := New(quietOptions())
+	mustApply(t, s, put("/a/1", "x", -1), put("/a/2", "y", -1), put("/b/1", "z", -1))
+	v := s.View()
+	mustApply(t, s, put("/a/1", "changed", -1), del("/a/2", -1), put("/a/3", "new", -1))
+	var got []string
+	v.Range("/a/", "", func(kv KeyValue) bool {
+		got = append(got, kv.Key+"="+string(kv.Value))
+		return true
+	})
+	if fmt.Sprint(got) != "[/a/1=x /a/2=y]" || v.Revision() != 1 {
+		t.Fatalf("view at revision %d shows %v, want [/a/1=x /a/2=y] at 1", v.Revision(), got)
+	}
+	got = nil
+	v.Range("/a/", "/a/2", func(kv KeyValue) bool { got = append(got, kv.Key); return true })
+	if fmt.Sprint(got) != "[/a/2]" {
+		t.Fatalf("range from /a/2: %v", got)
+	}
+}
