@@ -21,6 +21,14 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
+	if req.Name != "" {
+		// A watch of one object is a watch of its name, as in Kubernetes.
+		sel := "metadata.name=" + req.Name
+		if opts.FieldSelector != "" {
+			sel = opts.FieldSelector + "," + sel
+		}
+		opts.FieldSelector = sel
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -252,4 +254,117 @@ func carryAllocations(obj, old runtime.Object) {
 			}
 		}
 	}
+}
+
+// updateAllocations applies a Service update's type change as Kubernetes
+// does: fields that only the old type needs are dropped when the client
+// left them as they were, and what the new type needs (node ports, a
+// cluster IP) is allocated.
+func (s *Store) updateAllocations(obj, old runtime.Object) error {
+	svc, ok := obj.(*corev1.Service)
+	prev, ok2 := old.(*corev1.Service)
+	if !ok || !ok2 {
+		return nil
+	}
+	nodePorts := func(t corev1.ServiceType) bool {
+		return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
+	}
+	if !nodePorts(svc.Spec.Type) && nodePorts(prev.Spec.Type) {
+		for i := range svc.Spec.Ports {
+			for _, q := range prev.Spec.Ports {
+				if svc.Spec.Ports[i].NodePort == q.NodePort {
+					svc.Spec.Ports[i].NodePort = 0
+				}
+			}
+		}
+		if svc.Spec.ExternalTrafficPolicy == prev.Spec.ExternalTrafficPolicy {
+			svc.Spec.ExternalTrafficPolicy = ""
+		}
+		if svc.Spec.HealthCheckNodePort == prev.Spec.HealthCheckNodePort {
+			svc.Spec.HealthCheckNodePort = 0
+		}
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && prev.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		svc.Spec.AllocateLoadBalancerNodePorts != nil && prev.Spec.AllocateLoadBalancerNodePorts != nil &&
+		*svc.Spec.AllocateLoadBalancerNodePorts == *prev.Spec.AllocateLoadBalancerNodePorts {
+		svc.Spec.AllocateLoadBalancerNodePorts = nil
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName && prev.Spec.Type != corev1.ServiceTypeExternalName &&
+		svc.Spec.ClusterIP == prev.Spec.ClusterIP {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = nil, nil
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && prev.Spec.Type == corev1.ServiceTypeExternalName && svc.Spec.ClusterIP == "" {
+		ip, err := s.freeServiceIP()
+		if err != nil {
+			return err
+		}
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+	}
+	if nodePorts(svc.Spec.Type) {
+		used := map[int32]bool{}
+		for _, p := range svc.Spec.Ports {
+			used[p.NodePort] = true
+		}
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].NodePort != 0 {
+				continue
+			}
+			port, err := s.freeNodePort(used)
+			if err != nil {
+				return err
+			}
+			used[port] = true
+			svc.Spec.Ports[i].NodePort = port
+		}
+	}
+	return nil
+}
+
+// claimChanges lists the claim operations of an update: new allocations
+// claimed (IfModRev 0), dropped ones released.
+func claimChanges(old, obj runtime.Object) []kv.Op {
+	had := map[string]bool{}
+	for _, c := range claimsOf(old) {
+		had[c.Key] = true
+	}
+	var ops []kv.Op
+	for _, c := range claimsOf(obj) {
+		if had[c.Key] {
+			delete(had, c.Key)
+			continue
+		}
+		ops = append(ops, c)
+	}
+	for key := range had {
+		ops = append(ops, kv.Op{Type: kv.OpDelete, Key: key, IfModRev: -1})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Key < ops[j].Key }) // deterministic requests
+	return ops
+}
+
+// requested reports whether the client asked for the allocation under key
+// (a cluster IP or node port it gave), rather than the allocator picking it.
+func requested(orig runtime.Object, key string) bool {
+	for _, c := range claimsOf(orig) {
+		if c.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// allocationInvalid is Kubernetes' answer to a requested address or port
+// that is taken.
+func allocationInvalid(r *Resource, name, key string) error {
+	var path *field.Path
+	var value, what string
+	switch {
+	case strings.HasPrefix(key, serviceIPClaims):
+		path, value, what = field.NewPath("spec", "clusterIPs"), strings.TrimPrefix(key, serviceIPClaims), "IP"
+	default:
+		path, value, what = field.NewPath("spec", "ports").Child("nodePort"), strings.TrimPrefix(key, nodePortClaims), "node port"
+	}
+	return apierrors.NewInvalid(r.GVK().GroupKind(), name, field.ErrorList{
+		field.Invalid(path, value, fmt.Sprintf("failed to allocate %s %s: provided %s is already allocated", what, value, what))})
 }

@@ -61,10 +61,31 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 	if errs := strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
-	if err := s.admitCreate(ctx, r, obj); err != nil {
-		return nil, err
+	// Allocations (Service IPs, node ports) are claimed in the write's own
+	// transaction; a claim lost to a concurrent create is allocated again.
+	orig := obj.DeepCopyObject()
+	for attempt := 0; ; attempt++ {
+		if err := s.admitCreate(ctx, r, obj); err != nil {
+			return nil, err
+		}
+		out, err := s.storeNew(ctx, r, obj, opts)
+		var taken *claimTakenError
+		if !errors.As(err, &taken) {
+			return out, err
+		}
+		if requested(orig, taken.key) || attempt >= 10 {
+			return nil, allocationInvalid(r, m.GetName(), taken.key)
+		}
+		obj = orig.DeepCopyObject()
+		m, _ = meta.Accessor(obj)
 	}
-	return s.storeNew(ctx, r, obj, opts)
+}
+
+// claimTakenError: an allocation claimed in a write was taken meanwhile.
+type claimTakenError struct{ key string }
+
+func (e *claimTakenError) Error() string {
+	return e.key + ": an allocation was taken by a concurrent write"
 }
 
 // storeNew writes a new object with whatever claims admission attached.
@@ -87,8 +108,7 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 		if res.FailedOp == 0 {
 			return nil, apierrors.NewAlreadyExists(r.GroupVersionResource.GroupResource(), m.GetName())
 		}
-		return nil, apierrors.NewConflict(r.GroupVersionResource.GroupResource(), m.GetName(),
-			fmt.Errorf("%s is already allocated; try again", ops[res.FailedOp].Key))
+		return nil, &claimTakenError{key: ops[res.FailedOp].Key}
 	}
 	m.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
 	return obj, nil
@@ -213,7 +233,11 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		}
 		// An object being deleted goes once nothing holds it any more.
 		if nm.GetDeletionTimestamp() != nil && !heldBack(obj) {
-			return s.remove(ctx, r, old, opts)
+			removed, err := s.remove(ctx, r, old, opts)
+			if apierrors.IsConflict(err) && precondition == "" && attempt < 20 {
+				continue // changed meanwhile: look again
+			}
+			return removed, err
 		}
 		oldRev, _ := strconv.ParseInt(om.GetResourceVersion(), 10, 64)
 		data, err := s.toStore(r, obj)
@@ -226,13 +250,17 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		if opts.DryRun {
 			return obj, nil
 		}
-		res, err := s.propose(ctx, kv.Op{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev})
+		ops := append([]kv.Op{{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev}}, claimChanges(old, obj)...)
+		res, err := s.propose(ctx, ops...)
 		if err != nil {
 			return nil, err
 		}
 		if res.Succeeded {
 			nm.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
 			return obj, nil
+		}
+		if res.FailedOp > 0 && attempt < 20 {
+			continue // a new allocation was taken meanwhile: allocate again
 		}
 		if precondition != "" || attempt >= 20 {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
@@ -271,6 +299,9 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	if sub == "" {
 		carryAllocations(obj, old)
+		if err := s.updateAllocations(obj, old); err != nil {
+			return err
+		}
 		strategy.Default(obj)
 		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
 			nm.SetGeneration(om.GetGeneration() + 1)

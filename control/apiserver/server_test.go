@@ -1,0 +1,667 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/isle-cluster/isle/control/apiserver"
+)
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name     string
+		path     string
+		notReady bool
+		code     int
+		want     []string // parts of the body
+		notWant  []string
+	}{
+		{"livez", "/livez", false, 200, []string{"ok"}, []string{"[+]"}},
+		{"healthz", "/healthz", false, 200, []string{"ok"}, nil},
+		{"readyz", "/readyz", false, 200, []string{"ok"}, []string{"[+]"}},
+		{"readyz verbose", "/readyz?verbose", false, 200, []string{"[+]ping ok\n", "[+]etcd ok\n", "readyz check passed"}, nil},
+		{"livez verbose", "/livez?verbose", false, 200, []string{"[+]ping ok\n", "livez check passed"}, []string{"etcd"}},
+		{"readyz one check", "/readyz/etcd?verbose", false, 200, []string{"[+]etcd ok"}, []string{"ping"}},
+		{"readyz not ready", "/readyz", true, 500, []string{"[-]etcd failed: no quorum", "[+]ping ok", "readyz check failed"}, nil},
+		{"readyz verbose not ready", "/readyz?verbose", true, 500, []string{"[-]etcd failed", "readyz check failed"}, nil},
+		{"healthz not ready", "/healthz", true, 500, []string{"[-]etcd failed"}, nil},
+		{"livez not ready", "/livez", true, 200, []string{"ok"}, nil},
+		{"readyz ping not ready", "/readyz/ping", true, 200, []string{"ok"}, nil},
+		{"readyz etcd not ready", "/readyz/etcd", true, 500, []string{"[-]etcd failed"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.notReady.Store(tc.notReady)
+			defer e.notReady.Store(false)
+			r := e.do(t, req{path: tc.path}) // health needs no credentials
+			if r.code != tc.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(r.body), w) {
+					t.Errorf("body %q lacks %q", r.body, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(string(r.body), w) {
+					t.Errorf("body %q has %q", r.body, w)
+				}
+			}
+		})
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name   string
+		path   string
+		header map[string]string
+		code   int
+	}{
+		{"api without credentials", "/api", nil, 401},
+		{"pods without credentials", "/api/v1/namespaces/default/pods", nil, 401},
+		{"unknown token", "/api", map[string]string{"Authorization": "Bearer wrong"}, 401},
+		{"basic auth", "/api", map[string]string{"Authorization": "Basic YWRtaW46YWRtaW4="}, 401},
+		{"metrics without credentials", "/metrics", nil, 401},
+		{"admin token", "/api", map[string]string{"Authorization": "Bearer " + adminToken}, 200},
+		{"livez without credentials", "/livez", nil, 200},
+		{"readyz without credentials", "/readyz", nil, 200},
+		{"version without credentials", "/version", nil, 200},
+		{"nobody lists pods", "/api/v1/namespaces/default/pods", map[string]string{"Authorization": "Bearer " + nobodyToken}, 403},
+		{"nobody may discover", "/api/v1", map[string]string{"Authorization": "Bearer " + nobodyToken}, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(t, req{path: tc.path, header: tc.header})
+			if r.code != tc.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
+			}
+			switch tc.code {
+			case 401:
+				if st := r.status(t); st.Reason != metav1.StatusReasonUnauthorized || st.Code != 401 {
+					t.Errorf("status %+v", st)
+				}
+			case 403:
+				st := r.status(t)
+				if st.Reason != metav1.StatusReasonForbidden || !strings.Contains(st.Message, `User "nobody" cannot list resource "pods"`) {
+					t.Errorf("status %+v", st)
+				}
+			}
+		})
+	}
+}
+
+func TestResourceRequests(t *testing.T) {
+	e := newEnv(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	cm := func(name string, extra string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","labels":{"set":"a"}},"data":{"k":"v"}` + extra + `}`
+	}
+
+	var created corev1.ConfigMap
+	mustCode(t, e.admin(t, "POST", cms, cm("one", "")), 201).decode(t, &created)
+	if created.UID == "" || created.ResourceVersion == "" || created.Namespace != "default" {
+		t.Fatalf("created %+v", created.ObjectMeta)
+	}
+
+	steps := []struct {
+		name          string
+		method, path  string
+		body          string
+		header        []string
+		code          int
+		reason        metav1.StatusReason
+		check         func(t *testing.T, r response)
+		bodyHasSubstr string
+	}{
+		{name: "create again", method: "POST", path: cms, body: cm("one", ""), code: 409, reason: metav1.StatusReasonAlreadyExists},
+		{name: "get", method: "GET", path: cms + "/one", code: 200, check: func(t *testing.T, r response) {
+			var got corev1.ConfigMap
+			r.decode(t, &got)
+			if got.UID != created.UID || got.Data["k"] != "v" || got.Kind != "ConfigMap" || got.APIVersion != "v1" {
+				t.Errorf("got %+v", got)
+			}
+		}},
+		{name: "strict unknown field", method: "POST", path: cms + "?fieldValidation=Strict", body: cm("two", `,"bogus":1`), code: 400,
+			reason: metav1.StatusReasonBadRequest, bodyHasSubstr: `unknown field \"bogus\"`},
+		{name: "warn unknown field", method: "POST", path: cms, body: cm("two", `,"bogus":1`), code: 201, check: func(t *testing.T, r response) {
+			if w := r.header.Get("Warning"); !strings.HasPrefix(w, "299 - ") || !strings.Contains(w, "bogus") {
+				t.Errorf("Warning header %q", w)
+			}
+		}},
+		{name: "bad fieldValidation", method: "POST", path: cms + "?fieldValidation=Loose", body: cm("x", ""), code: 400},
+		{name: "yaml body", method: "POST", path: cms, body: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: three\ndata:\n  k: yaml\n",
+			header: []string{"Content-Type", "application/yaml"}, code: 201},
+		{name: "unknown body type", method: "POST", path: cms, body: cm("four", ""), header: []string{"Content-Type", "text/plain"}, code: 415},
+		{name: "dry run", method: "POST", path: cms + "?dryRun=All", body: cm("dry", ""), code: 201},
+		{name: "dry run stored nothing", method: "GET", path: cms + "/dry", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "list with selector", method: "GET", path: cms + "?labelSelector=set%3Da", code: 200, check: func(t *testing.T, r response) {
+			var l corev1.ConfigMapList
+			r.decode(t, &l)
+			var ns []string
+			for _, c := range l.Items {
+				ns = append(ns, c.Name)
+			}
+			if !slices.Equal(ns, []string{"one", "two"}) || l.ResourceVersion == "" || l.Kind != "ConfigMapList" {
+				t.Errorf("items %v rv %q kind %q", ns, l.ResourceVersion, l.Kind)
+			}
+		}},
+		{name: "list with limit", method: "GET", path: cms + "?limit=1", code: 200, check: func(t *testing.T, r response) {
+			var l corev1.ConfigMapList
+			r.decode(t, &l)
+			if len(l.Items) != 1 || l.Continue == "" {
+				t.Fatalf("items %d continue %q", len(l.Items), l.Continue)
+			}
+			var rest corev1.ConfigMapList
+			mustCode(t, e.admin(t, "GET", cms+"?limit=5&continue="+l.Continue, ""), 200).decode(t, &rest)
+			if len(rest.Items) != 2 || rest.Continue != "" {
+				t.Errorf("second page: %d items, continue %q", len(rest.Items), rest.Continue)
+			}
+		}},
+		{name: "put stale", method: "PUT", path: cms + "/one", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one","resourceVersion":"1"},"data":{"k":"stale"}}`,
+			code: 409, reason: metav1.StatusReasonConflict},
+		{name: "put name mismatch", method: "PUT", path: cms + "/one", body: cm("other", ""), code: 400},
+		{name: "merge patch", method: "PATCH", path: cms + "/one", body: `{"data":{"k":"patched"}}`, header: []string{"Content-Type", "application/merge-patch+json"},
+			code: 200, check: func(t *testing.T, r response) {
+				var got corev1.ConfigMap
+				r.decode(t, &got)
+				if got.Data["k"] != "patched" || got.ResourceVersion == created.ResourceVersion {
+					t.Errorf("got data %v rv %s", got.Data, got.ResourceVersion)
+				}
+			}},
+		{name: "patch type unknown", method: "PATCH", path: cms + "/one", body: `{}`, header: []string{"Content-Type", "application/json"}, code: 415},
+		{name: "delete", method: "DELETE", path: cms + "/one", code: 200, check: func(t *testing.T, r response) {
+			st := r.status(t)
+			if st.Status != metav1.StatusSuccess || st.Details == nil || st.Details.Name != "one" || st.Details.UID != created.UID {
+				t.Errorf("status %+v details %+v", st, st.Details)
+			}
+		}},
+		{name: "get deleted", method: "GET", path: cms + "/one", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "delete collection", method: "DELETE", path: cms + "?labelSelector=set%3Da", code: 200, check: func(t *testing.T, r response) {
+			var l corev1.ConfigMapList
+			r.decode(t, &l)
+			if len(l.Items) != 1 || l.Items[0].Name != "two" {
+				t.Errorf("deleted %+v", l.Items)
+			}
+		}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			r := e.admin(t, st.method, st.path, st.body, st.header...)
+			if r.code != st.code {
+				t.Fatalf("status %d, want %d: %s", r.code, st.code, r)
+			}
+			if st.reason != "" {
+				if got := r.status(t); got.Reason != st.reason || got.Code != int32(st.code) {
+					t.Errorf("reason %q code %d, want %q", got.Reason, got.Code, st.reason)
+				}
+			}
+			if st.bodyHasSubstr != "" && !strings.Contains(string(r.body), st.bodyHasSubstr) {
+				t.Errorf("body lacks %q: %s", st.bodyHasSubstr, r)
+			}
+			if st.check != nil {
+				st.check(t, r)
+			}
+		})
+	}
+}
+
+func TestSubresources(t *testing.T) {
+	e := newEnv(t)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("p", "")), 201)
+	dep := appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "d"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "d"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+		},
+	}
+	mustCode(t, e.admin(t, "POST", "/apis/apps/v1/namespaces/default/deployments", toJSON(t, dep)), 201)
+
+	t.Run("binding", func(t *testing.T) {
+		b := `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"n1"}}`
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/p/binding", b), 201)
+		var p corev1.Pod
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/p", ""), 200).decode(t, &p)
+		if p.Spec.NodeName != "n1" {
+			t.Fatalf("nodeName %q", p.Spec.NodeName)
+		}
+		if st := mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/p/binding", b), 409).status(t); st.Reason != metav1.StatusReasonConflict {
+			t.Errorf("second binding: %+v", st)
+		}
+	})
+	t.Run("scale", func(t *testing.T) {
+		var sc autoscalingv1.Scale
+		mustCode(t, e.admin(t, "GET", "/apis/apps/v1/namespaces/default/deployments/d/scale", ""), 200).decode(t, &sc)
+		if sc.Kind != "Scale" || sc.APIVersion != "autoscaling/v1" || sc.Spec.Replicas != 1 || sc.Status.Selector != "app=d" {
+			t.Fatalf("scale %+v", sc)
+		}
+		mustCode(t, e.admin(t, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale", `{"spec":{"replicas":4}}`,
+			"Content-Type", "application/merge-patch+json"), 200)
+		var d appsv1.Deployment
+		mustCode(t, e.admin(t, "GET", "/apis/apps/v1/namespaces/default/deployments/d", ""), 200).decode(t, &d)
+		if *d.Spec.Replicas != 4 || d.Generation != 2 {
+			t.Fatalf("replicas %d generation %d", *d.Spec.Replicas, d.Generation)
+		}
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/p/scale", ""), 404)
+	})
+	t.Run("status", func(t *testing.T) {
+		r := mustCode(t, e.admin(t, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d/status",
+			`{"spec":{"replicas":9},"status":{"replicas":4,"observedGeneration":2}}`, "Content-Type", "application/merge-patch+json"), 200)
+		var d appsv1.Deployment
+		r.decode(t, &d)
+		if *d.Spec.Replicas != 4 || d.Status.Replicas != 4 {
+			t.Fatalf("replicas %d status %+v", *d.Spec.Replicas, d.Status)
+		}
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps/x/status", ""), 404)
+	})
+	t.Run("eviction", func(t *testing.T) {
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("ev", "")), 201)
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/ev/eviction",
+			`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"ev"}}`), 201)
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/ev", ""), 404)
+	})
+}
+
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+
+func TestTableOutput(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"web-1", "web-2"} {
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON(n, "")), 201)
+	}
+
+	t.Run("list", func(t *testing.T) {
+		r := mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods", "", "Accept", tableAccept), 200)
+		if ct := r.header.Get("Content-Type"); ct != "application/json;as=Table;v=v1;g=meta.k8s.io" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		var tbl metav1.Table
+		r.decode(t, &tbl)
+		if tbl.Kind != "Table" || tbl.APIVersion != "meta.k8s.io/v1" || tbl.ResourceVersion == "" {
+			t.Errorf("kind %q apiVersion %q rv %q", tbl.Kind, tbl.APIVersion, tbl.ResourceVersion)
+		}
+		var cols []string
+		for _, c := range tbl.ColumnDefinitions {
+			cols = append(cols, c.Name)
+			wantPriority := int32(0)
+			if !slices.Contains([]string{"Name", "Ready", "Status", "Restarts", "Age"}, c.Name) {
+				wantPriority = 1
+			}
+			if c.Priority != wantPriority {
+				t.Errorf("column %s has priority %d, want %d", c.Name, c.Priority, wantPriority)
+			}
+		}
+		wantCols := []string{"Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"}
+		if !slices.Equal(cols, wantCols) {
+			t.Fatalf("columns %v, want %v", cols, wantCols)
+		}
+		if len(tbl.Rows) != 2 {
+			t.Fatalf("%d rows, want 2", len(tbl.Rows))
+		}
+		for i, row := range tbl.Rows {
+			if len(row.Cells) != len(wantCols) {
+				t.Errorf("row %d has %d cells", i, len(row.Cells))
+			}
+			want := fmt.Sprintf("web-%d", i+1)
+			if row.Cells[0] != want || row.Cells[1] != "0/1" || row.Cells[2] != "Pending" {
+				t.Errorf("row %d cells %v", i, row.Cells)
+			}
+			var pom metav1.PartialObjectMetadata
+			if err := json.Unmarshal(row.Object.Raw, &pom); err != nil {
+				t.Fatalf("row %d object: %v", i, err)
+			}
+			if pom.Kind != "PartialObjectMetadata" || pom.APIVersion != "meta.k8s.io/v1" || pom.Name != want || pom.Namespace != "default" || pom.UID == "" {
+				t.Errorf("row %d object %+v", i, pom)
+			}
+		}
+	})
+	t.Run("single object", func(t *testing.T) {
+		var tbl metav1.Table
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/web-1", "", "Accept", tableAccept), 200).decode(t, &tbl)
+		if len(tbl.Rows) != 1 || tbl.Rows[0].Cells[0] != "web-1" {
+			t.Fatalf("rows %+v", tbl.Rows)
+		}
+	})
+	t.Run("includeObject None", func(t *testing.T) {
+		var tbl metav1.Table
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods?includeObject=None", "", "Accept", tableAccept), 200).decode(t, &tbl)
+		for _, row := range tbl.Rows {
+			if len(row.Object.Raw) != 0 && string(row.Object.Raw) != "null" {
+				t.Errorf("row object %s with includeObject=None", row.Object.Raw)
+			}
+		}
+	})
+	t.Run("v1beta1", func(t *testing.T) {
+		r := mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods", "", "Accept", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"), 200)
+		var tbl metav1.Table
+		r.decode(t, &tbl)
+		if tbl.APIVersion != "meta.k8s.io/v1beta1" {
+			t.Errorf("apiVersion %q", tbl.APIVersion)
+		}
+	})
+	t.Run("resource without printer", func(t *testing.T) {
+		mustCode(t, e.admin(t, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"metadata":{"name":"l"}}`), 201)
+		var tbl metav1.Table
+		mustCode(t, e.admin(t, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases", "", "Accept", tableAccept), 200).decode(t, &tbl)
+		if len(tbl.Rows) != 1 || len(tbl.ColumnDefinitions) < 2 || tbl.ColumnDefinitions[0].Name != "Name" || tbl.Rows[0].Cells[0] != "l" {
+			t.Errorf("columns %+v rows %+v", tbl.ColumnDefinitions, tbl.Rows)
+		}
+	})
+}
+
+func TestYAMLOutput(t *testing.T) {
+	e := newEnv(t)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("y", "")), 201)
+	tests := []struct {
+		name, path string
+		check      func(t *testing.T, body []byte)
+	}{
+		{"object", "/api/v1/namespaces/default/pods/y", func(t *testing.T, body []byte) {
+			var p corev1.Pod
+			if err := yaml.UnmarshalStrict(body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Name != "y" || p.Kind != "Pod" || p.Spec.Containers[0].Image != "busybox" {
+				t.Errorf("pod %+v", p)
+			}
+		}},
+		{"list", "/api/v1/namespaces/default/pods", func(t *testing.T, body []byte) {
+			var l corev1.PodList
+			if err := yaml.Unmarshal(body, &l); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) != 1 || l.Kind != "PodList" {
+				t.Errorf("list %+v", l)
+			}
+		}},
+		{"error", "/api/v1/namespaces/default/pods/absent", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.admin(t, "GET", tc.path, "", "Accept", "application/yaml")
+			if tc.check == nil {
+				mustCode(t, r, 404)
+				return
+			}
+			mustCode(t, r, 200)
+			if ct := r.header.Get("Content-Type"); ct != "application/yaml" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if strings.HasPrefix(strings.TrimSpace(string(r.body)), "{") {
+				t.Errorf("body looks like JSON: %s", r)
+			}
+			tc.check(t, r.body)
+		})
+	}
+}
+
+type wireEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// openWatch starts a watch over HTTP; the returned cancel ends it.
+func (e *env) openWatch(t *testing.T, path string, header ...string) (*http.Response, *json.Decoder, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	hr, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+path, nil)
+	hr.Header.Set("Authorization", "Bearer "+adminToken)
+	for i := 0; i+1 < len(header); i += 2 {
+		hr.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.srv.Client().Do(hr)
+	if err != nil {
+		cancel()
+		t.Fatalf("watch %s: %v", path, err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	return resp, json.NewDecoder(bufio.NewReader(resp.Body)), cancel
+}
+
+// openWatches reads the API server's gauge of open watch streams.
+func (e *env) openWatches(t *testing.T) string {
+	t.Helper()
+	r := mustCode(t, e.admin(t, "GET", "/metrics", ""), 200)
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "apiserver_longrunning_requests "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no apiserver_longrunning_requests in /metrics")
+	return ""
+}
+
+func TestWatchOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	const pods = "/api/v1/namespaces/default/pods"
+	var list corev1.PodList
+	mustCode(t, e.admin(t, "POST", pods, podJSON("before", "")), 201)
+	mustCode(t, e.admin(t, "GET", pods, ""), 200).decode(t, &list)
+
+	resp, dec, cancel := e.openWatch(t, pods+"?watch=true&resourceVersion="+list.ResourceVersion)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("watch: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	eventually(t, "the watch is counted", func() bool { return e.openWatches(t) == "1" })
+
+	mustCode(t, e.admin(t, "POST", pods, podJSON("during", "")), 201)
+	mustCode(t, e.admin(t, "DELETE", pods+"/during", ""), 200)
+	for _, want := range []string{"ADDED", "DELETED"} {
+		var ev wireEvent
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("read %s event: %v", want, err)
+		}
+		var p corev1.Pod
+		if err := json.Unmarshal(ev.Object, &p); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != want || p.Name != "during" || p.Kind != "Pod" {
+			t.Fatalf("event %s %s (%s), want %s during", ev.Type, p.Name, p.Kind, want)
+		}
+	}
+
+	cancel()
+	var ev wireEvent
+	if err := dec.Decode(&ev); err == nil {
+		t.Fatalf("read an event after the client canceled: %+v", ev)
+	}
+	eventually(t, "the server ends the canceled watch", func() bool { return e.openWatches(t) == "0" })
+
+	mustCode(t, e.admin(t, "GET", pods, ""), 200).decode(t, &list) // the watches below start after the events above
+
+	t.Run("timeoutSeconds", func(t *testing.T) {
+		_, dec, _ := e.openWatch(t, pods+"?watch=1&timeoutSeconds=1&resourceVersion="+list.ResourceVersion)
+		done := make(chan error, 1)
+		go func() {
+			var ev wireEvent
+			done <- dec.Decode(&ev)
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("an event on a quiet watch")
+			}
+		case <-time.After(wait):
+			t.Fatal("the watch outlived its timeoutSeconds")
+		}
+	})
+	t.Run("legacy watch path and table events", func(t *testing.T) {
+		resp, dec, _ := e.openWatch(t, "/api/v1/watch/namespaces/default/pods?resourceVersion="+list.ResourceVersion, "Accept", tableAccept)
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json;as=Table;v=v1;g=meta.k8s.io" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		mustCode(t, e.admin(t, "POST", pods, podJSON("tabled", "")), 201)
+		var ev wireEvent
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		var tbl metav1.Table
+		if err := json.Unmarshal(ev.Object, &tbl); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != "ADDED" || tbl.Kind != "Table" || len(tbl.Rows) != 1 || tbl.Rows[0].Cells[0] != "tabled" {
+			t.Fatalf("event %s %s", ev.Type, ev.Object)
+		}
+	})
+	t.Run("bad resourceVersion", func(t *testing.T) {
+		mustCode(t, e.admin(t, "GET", pods+"?watch=true&resourceVersion=abc", ""), 400)
+	})
+}
+
+func TestNodeAuthorization(t *testing.T) {
+	e := newEnv(t)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces", `{"metadata":{"name":"`+apiserver.NodeLeaseNS+`"}}`), 201)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("on-a", "a")), 201)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("on-b", "b")), 201)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("unbound", "")), 201)
+	const statusPatch = `{"status":{"phase":"Running"}}`
+	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
+	jsonCT := map[string]string{"Content-Type": "application/json"}
+
+	tests := []struct {
+		name, method, path, body string
+		header                   map[string]string
+		code                     int
+	}{
+		{"patch status of own pod", "PATCH", "/api/v1/namespaces/default/pods/on-a/status", statusPatch, merge, 200},
+		{"patch status of another node's pod", "PATCH", "/api/v1/namespaces/default/pods/on-b/status", statusPatch, merge, 403},
+		{"patch status of an unbound pod", "PATCH", "/api/v1/namespaces/default/pods/unbound/status", statusPatch, merge, 403},
+		{"patch status of a missing pod", "PATCH", "/api/v1/namespaces/default/pods/absent/status", statusPatch, merge, 403},
+		{"patch own pod's spec", "PATCH", "/api/v1/namespaces/default/pods/on-a", `{"metadata":{"labels":{"x":"y"}}}`, merge, 403},
+		{"create another Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"b"}}`, jsonCT, 403},
+		{"create own Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}`, jsonCT, 201},
+		{"patch own Node status", "PATCH", "/api/v1/nodes/a/status", `{"status":{"phase":"Running"}}`, merge, 200},
+		{"patch another Node's status", "PATCH", "/api/v1/nodes/b/status", `{"status":{"phase":"Running"}}`, merge, 403},
+		{"patch own Node", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"role":"worker"}}}`, merge, 200},
+		{"delete own Node", "DELETE", "/api/v1/nodes/a", "", nil, 403},
+		{"list pods", "GET", "/api/v1/pods", "", nil, 200},
+		{"get a secret", "GET", "/api/v1/namespaces/default/secrets", "", nil, 200},
+		{"create a ConfigMap", "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"c"}}`, jsonCT, 403},
+		{"create an Event", "POST", "/api/v1/namespaces/default/events", `{"metadata":{"name":"ev"},"involvedObject":{"kind":"Pod","name":"on-a","namespace":"default"},"reason":"Started","type":"Normal"}`, jsonCT, 201},
+		{"create own Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"a"}}`, jsonCT, 201},
+		{"create another node's Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"b"}}`, jsonCT, 403},
+		{"create own Lease elsewhere", "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"metadata":{"name":"a"}}`, jsonCT, 403},
+		{"delete another node's pod", "DELETE", "/api/v1/namespaces/default/pods/on-b", "", nil, 403},
+		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(t, req{method: tc.method, path: tc.path, token: nodeAToken, body: tc.body, header: tc.header})
+			if r.code != tc.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
+			}
+			if tc.code == 403 {
+				if st := r.status(t); st.Reason != metav1.StatusReasonForbidden || !strings.Contains(st.Message, `User "system:node:a" cannot`) {
+					t.Errorf("status %+v", st)
+				}
+			}
+		})
+	}
+
+	var p corev1.Pod
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/on-b", ""), 200).decode(t, &p)
+	if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+		t.Errorf("pod on b was changed by node a: phase %s deletionTimestamp %v", p.Status.Phase, p.DeletionTimestamp)
+	}
+	mustCode(t, e.admin(t, "GET", "/api/v1/nodes/b", ""), 404)
+}
+
+func TestErrorResponses(t *testing.T) {
+	e := newEnv(t)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("p", "")), 201)
+	tests := []struct {
+		name, method, path, body string
+		header                   []string
+		code                     int
+		reason                   metav1.StatusReason
+		message                  string
+	}{
+		{"pods/log", "GET", "/api/v1/namespaces/default/pods/p/log", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/log needs the node agent"},
+		{"pods/exec", "POST", "/api/v1/namespaces/default/pods/p/exec", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/exec"},
+		{"unknown resource", "GET", "/api/v1/foos", "", nil, 404, metav1.StatusReasonNotFound, "could not find the requested resource"},
+		{"unknown namespaced resource", "GET", "/api/v1/namespaces/default/foos", "", nil, 404, metav1.StatusReasonNotFound, ""},
+		{"unknown group", "GET", "/apis/nope.example.com/v1/things", "", nil, 404, metav1.StatusReasonNotFound, ""},
+		{"cluster resource in a namespace", "GET", "/api/v1/namespaces/default/nodes/x", "", nil, 404, metav1.StatusReasonNotFound, ""},
+		{"unknown subresource", "GET", "/api/v1/namespaces/default/pods/p/frobnicate", "", nil, 404, metav1.StatusReasonNotFound, ""},
+		{"missing object", "GET", "/api/v1/namespaces/default/pods/absent", "", nil, 404, metav1.StatusReasonNotFound, `pods "absent" not found`},
+		{"POST to a named object", "POST", "/api/v1/namespaces/default/pods/p", podJSON("p", ""), []string{"Content-Type", "application/json"}, 405, metav1.StatusReasonMethodNotAllowed, ""},
+		{"unsupported HTTP method", "OPTIONS", "/api/v1/namespaces/default/pods", "", nil, 405, metav1.StatusReasonMethodNotAllowed, ""},
+		{"binding is create-only", "GET", "/api/v1/namespaces/default/pods/p/binding", "", nil, 404, metav1.StatusReasonNotFound, ""},
+		{"create body over 3 MiB", "POST", "/api/v1/namespaces/default/configmaps", bigBody(apiserver.MaxBodyBytes + 1), []string{"Content-Type", "application/json"}, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"update body over 3 MiB", "PUT", "/api/v1/namespaces/default/pods/p", bigBody(apiserver.MaxBodyBytes + 1), []string{"Content-Type", "application/json"}, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"patch body over 3 MiB", "PATCH", "/api/v1/namespaces/default/pods/p", bigBody(apiserver.MaxBodyBytes + 1), []string{"Content-Type", "application/merge-patch+json"}, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"body of exactly 3 MiB is read", "POST", "/api/v1/namespaces/default/configmaps", bigBody(apiserver.MaxBodyBytes), []string{"Content-Type", "application/json"}, 400, metav1.StatusReasonBadRequest, ""},
+		{"bad selector", "GET", "/api/v1/namespaces/default/pods?labelSelector=a+in+(", "", nil, 400, metav1.StatusReasonBadRequest, ""},
+		{"unsupported field selector", "GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.bogus%3Dx", "", nil, 400, metav1.StatusReasonBadRequest, "field label not supported"},
+		{"server-side apply", "PATCH", "/api/v1/namespaces/default/pods/p", `{}`, []string{"Content-Type", "application/apply-patch+yaml"}, 415, "", "server-side apply is not supported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.admin(t, tc.method, tc.path, tc.body, tc.header...)
+			if r.code != tc.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
+			}
+			st := r.status(t)
+			if st.Code != int32(tc.code) || st.Status != metav1.StatusFailure || st.APIVersion != "v1" {
+				t.Errorf("status %+v", st)
+			}
+			if tc.reason != "" && st.Reason != tc.reason {
+				t.Errorf("reason %q, want %q", st.Reason, tc.reason)
+			}
+			if !strings.Contains(st.Message, tc.message) {
+				t.Errorf("message %q lacks %q", st.Message, tc.message)
+			}
+			if tc.code == 503 && r.header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After")
+			}
+		})
+	}
+}
+
+// TestNamedWatch watches one object by its URL (the legacy
+// /api/v1/watch/namespaces/NS/pods/NAME and GET …/pods/NAME?watch=true),
+// which Kubernetes serves as a watch with fieldSelector metadata.name=NAME.
+func TestNamedWatch(t *testing.T) {
+	e := newEnv(t)
+	const pods = "/api/v1/namespaces/default/pods"
+	mustCode(t, e.admin(t, "POST", pods, podJSON("a", "")), 201)
+	mustCode(t, e.admin(t, "POST", pods, podJSON("b", "")), 201)
+	for _, path := range []string{"/api/v1/watch/namespaces/default/pods/b", pods + "/b?watch=true"} {
+		t.Run(path, func(t *testing.T) {
+			_, dec, cancel := e.openWatch(t, path)
+			defer cancel()
+			var ev wireEvent
+			if err := dec.Decode(&ev); err != nil {
+				t.Fatal(err)
+			}
+			var p corev1.Pod
+			if err := json.Unmarshal(ev.Object, &p); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != "ADDED" || p.Name != "b" {
+				t.Fatalf("first event %s %s, want ADDED b", ev.Type, p.Name)
+			}
+		})
+	}
+}
