@@ -26,7 +26,8 @@ type Status struct {
 	Members       []MemberStatus `json:"members"`
 }
 
-// MemberStatus is a member and, on the leader, its replication progress.
+// MemberStatus is a member, whether this member has heard from it within
+// an election timeout, and, on the leader, its replication progress.
 type MemberStatus struct {
 	Member
 	Match  uint64 `json:"match,omitempty"`
@@ -45,8 +46,9 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		for _, m := range n.members.list() {
 			ms := MemberStatus{Member: m}
 			if pr, ok := rs.Progress[m.ID]; ok {
-				ms.Match, ms.Active = pr.Match, pr.RecentActive || m.ID == n.id
+				ms.Match = pr.Match
 			}
+			ms.Active = n.active(m.ID)
 			st.Members = append(st.Members, ms)
 		}
 		return st
@@ -120,7 +122,8 @@ func (n *Node) Promote(ctx context.Context, id uint64) error {
 }
 
 // RemoveMember removes a member. It is refused if the voters left would not
-// include a quorum of members the leader has recently heard from.
+// include a quorum of members the leader has heard from within an election
+// timeout.
 func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 	if !n.memberChangeDone(raftpb.ConfChangeAddLearnerNode, id) {
 		return fmt.Errorf("raft: remove %x: %w: no such member", id, ErrRefused)
@@ -136,7 +139,7 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 				continue
 			}
 			left++
-			if pr, ok := rs.Progress[v]; ok && (pr.RecentActive || v == rs.ID) {
+			if n.active(v) {
 				active++
 			}
 		}

@@ -23,6 +23,7 @@ func (n *Node) run() {
 	for {
 		select {
 		case <-ticker.C():
+			n.ticks++
 			n.rn.Tick()
 			n.onTick()
 		case m := <-n.recvc:
@@ -71,9 +72,20 @@ func (n *Node) step(m raftpb.Message) {
 		n.metrics.droppedFromRemoved.Inc()
 		return
 	}
+	n.heard[m.From] = n.ticks
 	if err := n.rn.Step(m); err != nil {
 		n.log.Debug("raft: step", "type", m.Type, "from", fmt.Sprintf("%x", m.From), "err", err)
 	}
+}
+
+// active reports whether this member has heard from a peer within an
+// election timeout (itself always counts).
+func (n *Node) active(id uint64) bool {
+	if id == n.id {
+		return true
+	}
+	at, ok := n.heard[id]
+	return ok && n.ticks-at <= uint64(n.cfg.ElectionTicks)
 }
 
 // onTick retries what raft may have dropped while there was no leader.

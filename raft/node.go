@@ -73,6 +73,8 @@ type Node struct {
 	pending      map[uint64]*proposal
 	reads        readQueue
 	lead         uint64
+	ticks        uint64            // ticks since start
+	heard        map[uint64]uint64 // peer → tick of its last message
 	snapIndex    uint64
 	lastSnapSize uint64
 	snapInFlight bool

@@ -67,6 +67,7 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		kv:        kv.New(cfg.KV),
 		members:   newMembership(),
 		pending:   map[uint64]*proposal{},
+		heard:     map[uint64]uint64{},
 		propc:     make(chan *proposal, 4096),
 		recvc:     make(chan raftpb.Message, 4096),
 		readc:     make(chan *readRequest, 4096),
