@@ -59,7 +59,7 @@ the same command line works after a reboot.`,
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
 	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fl.StringVar(&f.memLimit, "memory-limit", "40Mi", "soft limit of the Go runtime's memory (the garbage collector works harder near it); 0: none")
+	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
 	return cmd
