@@ -92,15 +92,34 @@ func (s *Snapshotter) Save(snap raftpb.Snapshot) error {
 }
 
 // writeFile creates path, writes the parts and fsyncs it.
+// syncEvery bounds the dirty data a snapshot write leaves for the kernel:
+// with ext4's ordered journaling, the WAL's fdatasync would otherwise wait
+// behind the writeback of a whole large snapshot (a stall of up to a
+// second was measured at 100 MB). Syncing as it goes keeps each WAL sync's
+// wait to one chunk.
+const syncEvery = 4 << 20
+
 func writeFile(path string, parts ...[]byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
+	pending := 0
 	for _, p := range parts {
-		if _, err := f.Write(p); err != nil {
-			f.Close()
-			return err
+		for len(p) > 0 {
+			n := min(len(p), syncEvery-pending)
+			if _, err := f.Write(p[:n]); err != nil {
+				f.Close()
+				return err
+			}
+			p, pending = p[n:], pending+n
+			if pending == syncEvery {
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return err
+				}
+				pending = 0
+			}
 		}
 	}
 	if err := f.Sync(); err != nil {
