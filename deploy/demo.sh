@@ -71,7 +71,7 @@ start)
   k 0 get namespaces
   k 0 apply -f "$ROOT/deploy/examples/hello.yaml"
   k 0 get deploy,rs,pod,svc,ingress,pvc,hpa -A
-  echo "(stored, not running: pods wait for the scheduler and the node agent, which come next)"
+  echo "(the controllers made the ReplicaSet and its pods; they stay Pending until the scheduler and the node agent come)"
 
   lead=$(leader_index)
   other=$(((lead + 1) % 3))

@@ -23,6 +23,8 @@ func Table(store *registry.Store, log *slog.Logger) []Controller {
 	return []Controller{
 		&namespaces{store: store, log: log.With("controller", "namespace")},
 		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
+		newDeploymentController(store, log.With("controller", "deployment")),
+		&replicaSets{store: store, log: log.With("controller", "replicaset")},
 	}
 }
 

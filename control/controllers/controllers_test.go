@@ -153,7 +153,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		e.create(t, cms, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}})
 		e.create(t, pods, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
-		replicas := int32(1)
+		replicas := int32(0) // the test counts objects it made itself; no pods from the Deployment
 		e.create(t, deploys, ns, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},

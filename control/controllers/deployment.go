@@ -1,0 +1,378 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// deploymentController rolls Deployments out through ReplicaSets, as
+// Kubernetes' Deployment controller does for apps/v1: one ReplicaSet per
+// pod template (named <deployment>-<pod-template-hash>), revisions in
+// annotations, the RollingUpdate and Recreate strategies, pausing,
+// revision history pruning, and the status and conditions that
+// `kubectl rollout status` reads. The ReplicaSet controller runs the pods;
+// this one only sizes the ReplicaSets and reads their status.
+type deploymentController struct {
+	store *registry.Store
+	log   *slog.Logger
+	// now is the clock of conditions and of the progress deadline.
+	now func() time.Time
+	// resync is how often every Deployment is looked at again.
+	resync time.Duration
+	// workers is how many Deployments are synced at once.
+	workers int
+	// synced, if set, is called after each sync with the Deployment's key
+	// and the store revision when the sync began (for tests).
+	synced func(key string, rev int64)
+
+	dRes, rsRes, podRes *registry.Resource
+}
+
+func newDeploymentController(store *registry.Store, log *slog.Logger) *deploymentController {
+	return &deploymentController{store: store, log: log, now: time.Now, resync: deployResync, workers: 2}
+}
+
+func (c *deploymentController) Name() string { return "deployment" }
+
+const (
+	deployResync = 30 * time.Second
+	// Retries of a failed sync back off from deployRetryMin to deployRetryMax.
+	deployRetryMin = 50 * time.Millisecond
+	deployRetryMax = 30 * time.Second
+)
+
+func (c *deploymentController) Run(ctx context.Context) {
+	c.dRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("deployments"))
+	c.rsRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
+	c.podRes = mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
+	q := newDeployQueue()
+	defer q.shutdown()
+
+	var wg sync.WaitGroup
+	spawn := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	spawn(func() { c.watch(ctx, c.dRes, false, func(ev registry.WatchEvent) { c.onDeployment(q, ev) }) })
+	spawn(func() { c.watch(ctx, c.rsRes, false, func(ev registry.WatchEvent) { c.onReplicaSet(ctx, q, ev) }) })
+	// Pods matter only when they go (Recreate waits for the old ones).
+	spawn(func() { c.watch(ctx, c.podRes, true, func(ev registry.WatchEvent) { c.onPod(ctx, q, ev) }) })
+	spawn(func() { c.resyncLoop(ctx, q) })
+	for range max(c.workers, 1) {
+		spawn(func() { c.work(ctx, q) })
+	}
+	wg.Wait()
+}
+
+// watch follows the objects of r (from their current state, or, with
+// fromNow, only their changes), watching again whenever a watch ends.
+func (c *deploymentController) watch(ctx context.Context, r *registry.Resource, fromNow bool, handle func(registry.WatchEvent)) {
+	for ctx.Err() == nil {
+		opts := metav1.ListOptions{}
+		if fromNow {
+			opts.ResourceVersion = strconv.FormatInt(c.store.Node().KV().Revision(), 10)
+		}
+		events, err := c.store.Watch(ctx, r, "", opts)
+		if err != nil {
+			c.log.Warn("deployment controller: watch failed; retrying", "resource", r.String(), "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for ev := range events {
+			handle(ev)
+		}
+	}
+}
+
+func (c *deploymentController) resyncLoop(ctx context.Context, q *deployQueue) {
+	t := time.NewTicker(c.resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			list, err := c.store.List(ctx, c.dRes, "", metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				continue
+			}
+			for i := range list.(*appsv1.DeploymentList).Items {
+				d := &list.(*appsv1.DeploymentList).Items[i]
+				q.add(deployKey(d.Namespace, d.Name))
+			}
+		}
+	}
+}
+
+func deployKey(ns, name string) string { return ns + "/" + name }
+
+func (c *deploymentController) onDeployment(q *deployQueue, ev registry.WatchEvent) {
+	d, ok := ev.Object.(*appsv1.Deployment)
+	if !ok || ev.Type == watch.Deleted {
+		return // the garbage collector deletes its ReplicaSets
+	}
+	q.add(deployKey(d.Namespace, d.Name))
+}
+
+// deployOwner returns the name of the Deployment that controls obj, if any.
+func deployOwner(obj metav1.Object) (string, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "Deployment" {
+		return "", false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != appsv1.GroupName {
+		return "", false
+	}
+	return ref.Name, true
+}
+
+func (c *deploymentController) onReplicaSet(ctx context.Context, q *deployQueue, ev registry.WatchEvent) {
+	rs, ok := ev.Object.(*appsv1.ReplicaSet)
+	if !ok {
+		return
+	}
+	if metav1.GetControllerOf(rs) != nil {
+		if name, ok := deployOwner(rs); ok {
+			q.add(deployKey(rs.Namespace, name))
+		}
+		return
+	}
+	if ev.Type == watch.Deleted || rs.DeletionTimestamp != nil {
+		return
+	}
+	// An orphan: the Deployments that select it may adopt it.
+	list, err := c.store.List(ctx, c.dRes, rs.Namespace, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return
+	}
+	for i := range list.(*appsv1.DeploymentList).Items {
+		d := &list.(*appsv1.DeploymentList).Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			q.add(deployKey(d.Namespace, d.Name))
+		}
+	}
+}
+
+// onPod wakes a Recreate Deployment when a pod of one of its ReplicaSets
+// goes: it waits for the old pods to be gone before it starts new ones.
+func (c *deploymentController) onPod(ctx context.Context, q *deployQueue, ev registry.WatchEvent) {
+	pod, ok := ev.Object.(*corev1.Pod)
+	if !ok || ev.Type != watch.Deleted {
+		return
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	obj, err := c.store.Get(ctx, c.rsRes, pod.Namespace, ref.Name, metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		return
+	}
+	rs := obj.(*appsv1.ReplicaSet)
+	name, ok := deployOwner(rs)
+	if !ok || rs.UID != ref.UID {
+		return
+	}
+	dobj, err := c.store.Get(ctx, c.dRes, pod.Namespace, name, metav1.GetOptions{ResourceVersion: "0"})
+	if err == nil && dobj.(*appsv1.Deployment).Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		q.add(deployKey(pod.Namespace, name))
+	}
+}
+
+func (c *deploymentController) work(ctx context.Context, q *deployQueue) {
+	for {
+		key, ok := q.get(ctx)
+		if !ok {
+			return
+		}
+		rev := c.store.Node().KV().Revision()
+		after, err := c.syncKey(ctx, key)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			delay := q.failed(key)
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errDeployRetry) {
+				c.log.Debug("deployment controller: sync; retrying", "deployment", key, "err", err, "after", delay)
+			} else {
+				c.log.Warn("deployment controller: sync failed; retrying", "deployment", key, "err", err, "after", delay)
+			}
+			q.addAfter(key, delay)
+		default:
+			q.forget(key)
+			if after > 0 {
+				q.addAfter(key, after)
+			}
+		}
+		q.done(key)
+		if c.synced != nil {
+			c.synced(key, rev)
+		}
+	}
+}
+
+func (c *deploymentController) syncKey(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	obj, err := c.store.Get(ctx, c.dRes, ns, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.syncDeployment(ctx, obj.(*appsv1.Deployment))
+}
+
+// deployQueue is a work queue of Deployment keys: a key is queued at most
+// once, and a key being synced is not handed to a second worker; added
+// meanwhile, it is queued again when the first sync is done.
+type deployQueue struct {
+	mu       sync.Mutex
+	items    []string
+	queued   map[string]bool
+	active   map[string]bool
+	timers   map[string]deployTimer
+	failures map[string]int
+	stopped  bool
+	wake     chan struct{}
+}
+
+type deployTimer struct {
+	t   *time.Timer
+	due time.Time
+}
+
+func newDeployQueue() *deployQueue {
+	return &deployQueue{queued: map[string]bool{}, active: map[string]bool{}, timers: map[string]deployTimer{},
+		failures: map[string]int{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *deployQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *deployQueue) add(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.queued[key] {
+		return
+	}
+	q.queued[key] = true
+	if !q.active[key] {
+		q.items = append(q.items, key)
+		q.signal()
+	}
+}
+
+// addAfter adds key after d (an earlier pending addition stands).
+func (q *deployQueue) addAfter(key string, d time.Duration) {
+	if d <= 0 {
+		q.add(key)
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped {
+		return
+	}
+	due := time.Now().Add(d)
+	if t, ok := q.timers[key]; ok {
+		if !t.due.After(due) {
+			return
+		}
+		t.t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		q.mu.Lock()
+		if cur, ok := q.timers[key]; ok && cur.t == t {
+			delete(q.timers, key)
+		}
+		q.mu.Unlock()
+		q.add(key)
+	})
+	q.timers[key] = deployTimer{t: t, due: due}
+}
+
+// get takes the next key, waiting for one until ctx ends.
+func (q *deployQueue) get(ctx context.Context) (string, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			key := q.items[0]
+			q.items = q.items[1:]
+			delete(q.queued, key)
+			q.active[key] = true
+			if len(q.items) > 0 {
+				q.signal() // for another worker
+			}
+			q.mu.Unlock()
+			return key, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-q.wake:
+		}
+	}
+}
+
+// done ends the sync of key, queueing it again if it was added meanwhile.
+func (q *deployQueue) done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.active, key)
+	if q.queued[key] {
+		q.items = append(q.items, key)
+		q.signal()
+	}
+}
+
+// failed counts a failed sync of key and returns how long to wait.
+func (q *deployQueue) failed(key string) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.failures[key]
+	q.failures[key] = n + 1
+	d := deployRetryMin << min(n, 20)
+	return min(d, deployRetryMax)
+}
+
+func (q *deployQueue) forget(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, key)
+}
+
+func (q *deployQueue) shutdown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopped = true
+	for _, t := range q.timers {
+		t.t.Stop()
+	}
+	clear(q.timers)
+}

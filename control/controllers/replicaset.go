@@ -1,0 +1,855 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// replicaSets keeps the pods of every apps/v1 ReplicaSet at its replica
+// count, as Kubernetes' ReplicaSet controller:
+//   - the pods of a ReplicaSet are the active pods (not terminating, not
+//     Succeeded or Failed) of its namespace that it controls; matching
+//     orphans are adopted, and owned pods that no longer match its selector
+//     are released; pods controlled by anything else are left alone;
+//   - missing pods are created from the template in slow-start batches
+//     (1, 2, 4, …), stopping at the first error; surplus pods are deleted,
+//     the least useful first (see rsDeleteFirst);
+//   - the status (replicas, fullyLabeledReplicas, readyReplicas,
+//     availableReplicas, terminatingReplicas, observedGeneration and the
+//     ReplicaFailure condition) is written through the status subresource,
+//     only when it changes;
+//   - a ReplicaSet being deleted is left to the garbage collector.
+//
+// It watches ReplicaSets and pods and reconciles ReplicaSets from a work
+// queue (one worker per key at a time), every ReplicaSet again every
+// rsResync.
+type replicaSets struct {
+	store *registry.Store
+	log   *slog.Logger
+	// now is the clock of availableReplicas (pods ready for minReadySeconds)
+	// and of condition timestamps. Nil means time.Now.
+	now func() time.Time
+}
+
+func (c *replicaSets) Name() string { return "replicaset" }
+
+const (
+	// rsResync is how often every ReplicaSet is reconciled again.
+	rsResync = 30 * time.Second
+	// rsWorkers reconcile different ReplicaSets at once.
+	rsWorkers = 4
+	// rsBurst caps the pods created or deleted in one reconcile, as
+	// Kubernetes' burstReplicas.
+	rsBurst = 500
+	// rsRetryBase and rsRetryMax bound the backoff of a failed reconcile.
+	rsRetryBase = 20 * time.Millisecond
+	rsRetryMax  = time.Minute
+	// rsDeletionCost is the annotation that orders pods for scale-down.
+	rsDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+)
+
+var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// rsRun is the state of one Run (one term of leadership).
+type rsRun struct {
+	*replicaSets
+	now   func() time.Time
+	rsRes *registry.Resource
+	pods  *registry.Resource
+	queue *rsQueue
+}
+
+func (c *replicaSets) Run(ctx context.Context) {
+	r := &rsRun{replicaSets: c, now: c.now,
+		rsRes: mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
+		pods:  mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		queue: newRSQueue()}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	var wg sync.WaitGroup
+	for range rsWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(ctx)
+		}()
+	}
+	r.watch(ctx)
+	r.queue.shutDown()
+	wg.Wait()
+}
+
+// rsInfo is what the event loop remembers of a ReplicaSet: enough to find
+// the ReplicaSets an orphan pod matches.
+type rsInfo struct {
+	uid      types.UID
+	selector labels.Selector
+}
+
+// watch follows ReplicaSets and pods and queues the ReplicaSets they
+// concern, until ctx ends. A watch that ends is opened again; its first
+// events are then the current objects.
+func (r *rsRun) watch(ctx context.Context) {
+	sets := map[string]rsInfo{}         // ReplicaSets by namespace/name
+	owners := map[string]types.UID{}    // pods' controller (a ReplicaSet's UID) by namespace/name
+	ownerKeys := map[types.UID]string{} // and that ReplicaSet's key
+	var rsEvents, podEvents <-chan registry.WatchEvent
+	resync := time.NewTicker(rsResync)
+	defer resync.Stop()
+	for ctx.Err() == nil {
+		if rsEvents == nil {
+			ch, err := r.store.Watch(ctx, r.rsRes, "", metav1.ListOptions{})
+			if err != nil {
+				r.log.Warn("replicaset controller: watch replicasets failed; retrying", "err", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			rsEvents = ch
+			clear(sets)
+			clear(ownerKeys)
+		}
+		if podEvents == nil {
+			ch, err := r.store.Watch(ctx, r.pods, "", metav1.ListOptions{})
+			if err != nil {
+				r.log.Warn("replicaset controller: watch pods failed; retrying", "err", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			podEvents = ch
+			clear(owners)
+			// Pods deleted while the watch was away are noticed by a
+			// reconcile of every ReplicaSet.
+			for key := range sets {
+				r.queue.add(key)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-resync.C:
+			for key := range sets {
+				r.queue.add(key)
+			}
+		case ev, ok := <-rsEvents:
+			if !ok {
+				rsEvents = nil
+				continue
+			}
+			rs, isRS := ev.Object.(*appsv1.ReplicaSet)
+			if !isRS {
+				continue // an ERROR event; the watch ends next
+			}
+			key := rs.Namespace + "/" + rs.Name
+			if ev.Type == watch.Deleted {
+				delete(sets, key)
+				delete(ownerKeys, rs.UID)
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+			if err != nil {
+				sel = labels.Nothing()
+			}
+			sets[key] = rsInfo{uid: rs.UID, selector: sel}
+			ownerKeys[rs.UID] = key
+			r.queue.add(key)
+		case ev, ok := <-podEvents:
+			if !ok {
+				podEvents = nil
+				continue
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			key := pod.Namespace + "/" + pod.Name
+			// A ReplicaSet that controlled the pod before this change hears
+			// of it (its pod was taken, or released by someone else).
+			prev, hadOwner := owners[key]
+			cur := rsControllerUID(pod)
+			if hadOwner && prev != cur {
+				if k, ok := ownerKeys[prev]; ok {
+					r.queue.add(k)
+				}
+			}
+			if ev.Type == watch.Deleted {
+				delete(owners, key)
+			} else if cur != "" {
+				owners[key] = cur
+			} else {
+				delete(owners, key)
+			}
+			switch {
+			case cur != "":
+				if k, ok := ownerKeys[cur]; ok {
+					r.queue.add(k)
+				}
+			case metav1.GetControllerOf(pod) == nil && ev.Type != watch.Deleted:
+				// An orphan: every ReplicaSet it matches may adopt it.
+				set := labels.Set(pod.Labels)
+				for k, info := range sets {
+					if strings.HasPrefix(k, pod.Namespace+"/") && info.selector.Matches(set) {
+						r.queue.add(k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// rsControllerUID is the UID of the ReplicaSet controlling a pod, if any.
+func rsControllerUID(pod *corev1.Pod) types.UID {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != rsKind.Kind {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != rsKind.Group {
+		return ""
+	}
+	return ref.UID
+}
+
+// work reconciles queued ReplicaSets until the queue shuts down.
+func (r *rsRun) work(ctx context.Context) {
+	for {
+		key, ok := r.queue.get()
+		if !ok {
+			return
+		}
+		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
+			r.log.Warn("replicaset controller: reconcile failed; will retry", "replicaset", key, "err", err)
+			r.queue.retry(key)
+		} else {
+			r.queue.forget(key)
+		}
+		r.queue.done(key)
+	}
+}
+
+// sync reconciles one ReplicaSet.
+func (r *rsRun) sync(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	obj, err := r.store.Get(ctx, r.rsRes, ns, name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rs := obj.(*appsv1.ReplicaSet)
+	if rs.DeletionTimestamp != nil {
+		return nil // the garbage collector deals with its pods
+	}
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		r.log.Warn("replicaset controller: invalid selector", "replicaset", key, "err", err)
+		return nil
+	}
+	// The local copy is fresh enough: this member's own writes are applied
+	// here before they return, and other writes arrive as watch events,
+	// which queue this ReplicaSet again.
+	list, err := r.store.List(ctx, r.pods, ns, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return err
+	}
+	var active []*corev1.Pod
+	terminating := int32(0)
+	for i := range list.(*corev1.PodList).Items {
+		pod := &list.(*corev1.PodList).Items[i]
+		if rsPodFinished(pod) {
+			continue
+		}
+		if pod.DeletionTimestamp != nil {
+			if rsControllerUID(pod) == rs.UID && selector.Matches(labels.Set(pod.Labels)) {
+				terminating++
+			}
+			continue
+		}
+		active = append(active, pod)
+	}
+	owned, err := r.claim(ctx, rs, selector, active)
+	if err != nil {
+		return err
+	}
+	manageErr := r.manage(ctx, rs, owned)
+	status, recheck := r.status(rs, owned, terminating, manageErr)
+	if err := r.writeStatus(ctx, rs, status); err != nil {
+		return err
+	}
+	if recheck > 0 {
+		r.queue.addAfter(key, recheck)
+	}
+	return manageErr
+}
+
+func rsPodFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// errRSSkip aborts a Mutate whose object is no longer what was decided on.
+var errRSSkip = errors.New("replicaset controller: pod changed; skipped")
+
+// claim returns the active pods rs controls, after adopting the orphans
+// that match its selector and releasing the pods it controls that no
+// longer match.
+func (r *rsRun) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	var owned []*corev1.Pod
+	var errs []error
+	var canAdopt error
+	checked := false
+	for _, pod := range pods {
+		matches := selector.Matches(labels.Set(pod.Labels))
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			switch {
+			case ref.UID != rs.UID:
+				// another controller's
+			case matches:
+				owned = append(owned, pod)
+			default:
+				if err := r.release(ctx, rs, selector, pod); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if !matches {
+			continue
+		}
+		if !checked {
+			// Adopt only for a ReplicaSet that is really there and not
+			// being deleted, read afresh (Kubernetes' RecheckDeletionTimestamp).
+			canAdopt, checked = r.canAdopt(ctx, rs), true
+		}
+		if canAdopt != nil {
+			continue // reported once, below
+		}
+		adopted, err := r.adopt(ctx, rs, selector, pod)
+		switch {
+		case err == nil:
+			owned = append(owned, adopted)
+		case errors.Is(err, errRSSkip), apierrors.IsNotFound(err):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if canAdopt != nil {
+		errs = append(errs, canAdopt)
+	}
+	return owned, errors.Join(errs...)
+}
+
+func (r *rsRun) canAdopt(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	obj, err := r.store.Get(ctx, r.rsRes, rs.Namespace, rs.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fresh := obj.(*appsv1.ReplicaSet)
+	if fresh.UID != rs.UID {
+		return fmt.Errorf("original ReplicaSet %s/%s is gone: got uid %s, wanted %s", rs.Namespace, rs.Name, fresh.UID, rs.UID)
+	}
+	if fresh.DeletionTimestamp != nil {
+		return fmt.Errorf("%s/%s has just been deleted at %v", rs.Namespace, rs.Name, fresh.DeletionTimestamp)
+	}
+	return nil
+}
+
+// adopt makes rs the controller of an orphan pod that still matches.
+func (r *rsRun) adopt(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) (*corev1.Pod, error) {
+	out, err := r.store.Mutate(ctx, r.pods, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		if p.UID != pod.UID || p.DeletionTimestamp != nil || metav1.GetControllerOf(p) != nil || !selector.Matches(labels.Set(p.Labels)) {
+			return errRSSkip
+		}
+		ref := *metav1.NewControllerRef(rs, rsKind)
+		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == rs.UID })
+		p.OwnerReferences = append(p.OwnerReferences, ref)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("replicaset controller: adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
+	return out.(*corev1.Pod), nil
+}
+
+// release removes rs's reference from a pod it controls that no longer
+// matches its selector.
+func (r *rsRun) release(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) error {
+	_, err := r.store.Mutate(ctx, r.pods, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		if p.UID != pod.UID || selector.Matches(labels.Set(p.Labels)) {
+			return errRSSkip
+		}
+		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == rs.UID })
+		return nil
+	})
+	if errors.Is(err, errRSSkip) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		r.log.Info("replicaset controller: released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
+	}
+	return err
+}
+
+// manage creates or deletes pods to bring rs to its replica count.
+func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*corev1.Pod) error {
+	diff := len(owned) - rsWant(rs)
+	switch {
+	case diff < 0:
+		n := min(-diff, rsBurst)
+		created, err := rsSlowStart(n, func() error { return r.createPod(ctx, rs) })
+		if created > 0 {
+			r.log.Info("replicaset controller: created pods", "replicaset", rs.Namespace+"/"+rs.Name, "count", created)
+		}
+		return err
+	case diff > 0:
+		victims := rsVictims(owned, min(diff, rsBurst))
+		errs := make([]error, len(victims))
+		var wg sync.WaitGroup
+		for i, pod := range victims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = r.deletePod(ctx, pod)
+			}()
+		}
+		wg.Wait()
+		deleted := 0
+		for _, err := range errs {
+			if err == nil {
+				deleted++
+			}
+		}
+		if deleted > 0 {
+			r.log.Info("replicaset controller: deleted pods", "replicaset", rs.Namespace+"/"+rs.Name, "count", deleted)
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rsWant is the replica count rs asks for.
+func rsWant(rs *appsv1.ReplicaSet) int {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*rs.Spec.Replicas)
+}
+
+// rsSlowStart calls fn count times, in batches of 1, 2, 4, … run at once,
+// and stops after the first batch with an error. It returns the number of
+// successful calls and the first error.
+func rsSlowStart(count int, fn func() error) (int, error) {
+	done := 0
+	for batch := min(count, 1); batch > 0; batch = min(2*batch, count-done) {
+		errs := make(chan error, batch)
+		var wg sync.WaitGroup
+		for range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		done += batch - len(errs)
+		if err, failed := <-errs; failed {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// createPod creates one pod from rs's template.
+func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	t := &rs.Spec.Template
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    rs.Name + "-",
+			Namespace:       rs.Namespace,
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
+			Finalizers:      slices.Clone(t.Finalizers),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, rsKind)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	if len(pod.Labels) == 0 {
+		return errors.New("unable to create pods, no labels")
+	}
+	_, err := r.store.Create(ctx, r.pods, rs.Namespace, pod, registry.WriteOptions{})
+	if err != nil && rsNamespaceTerminating(err) {
+		return nil // the namespace controller is deleting the ReplicaSet too
+	}
+	return err
+}
+
+func rsNamespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
+		apierrors.IsForbidden(err) && strings.Contains(err.Error(), "because it is being terminated")
+}
+
+// deletePod deletes a surplus pod; one already gone is not an error.
+func (r *rsRun) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	uid := pod.UID
+	_, _, err := r.store.Delete(ctx, r.pods, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// rsVictims returns the n pods to delete first.
+func rsVictims(pods []*corev1.Pod, n int) []*corev1.Pod {
+	if n >= len(pods) {
+		return pods
+	}
+	// Pods sharing a node with more of the set's pods go first (Kubernetes
+	// ranks by all related pods; isle by the ReplicaSet's own).
+	perNode := map[string]int{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			perNode[p.Spec.NodeName]++
+		}
+	}
+	ranked := slices.Clone(pods)
+	slices.SortStableFunc(ranked, func(a, b *corev1.Pod) int {
+		return rsDeleteFirst(a, b, perNode[a.Spec.NodeName], perNode[b.Spec.NodeName])
+	})
+	return ranked[:n]
+}
+
+// rsDeleteFirst orders pods for deletion (negative: a goes before b), as
+// Kubernetes' ActivePodsWithRanks: unscheduled before scheduled; Pending
+// before Unknown before Running; not ready before ready; lower
+// pod-deletion-cost first; more pods on the same node first; ready for a
+// shorter time first; more container restarts first; newer before older.
+func rsDeleteFirst(a, b *corev1.Pod, rankA, rankB int) int {
+	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+		return rsFirstIf(a.Spec.NodeName == "")
+	}
+	if pa, pb := rsPhaseOrder(a.Status.Phase), rsPhaseOrder(b.Status.Phase); pa != pb {
+		return rsFirstIf(pa < pb)
+	}
+	readyA, readyB := rsPodReady(a), rsPodReady(b)
+	if readyA != readyB {
+		return rsFirstIf(!readyA)
+	}
+	if ca, cb := rsCost(a), rsCost(b); ca != cb {
+		return rsFirstIf(ca < cb)
+	}
+	if rankA != rankB {
+		return rsFirstIf(rankA > rankB)
+	}
+	if readyA && readyB {
+		ta, tb := rsReadySince(a), rsReadySince(b)
+		if !ta.Equal(tb) {
+			return rsFirstIf(ta.IsZero() || !tb.IsZero() && ta.After(tb))
+		}
+	}
+	if ra, rb := rsRestarts(a), rsRestarts(b); ra != rb {
+		return rsFirstIf(ra > rb)
+	}
+	if ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time; !ta.Equal(tb) {
+		return rsFirstIf(ta.IsZero() || !tb.IsZero() && ta.After(tb))
+	}
+	return 0
+}
+
+func rsFirstIf(first bool) int {
+	if first {
+		return -1
+	}
+	return 1
+}
+
+func rsPhaseOrder(p corev1.PodPhase) int {
+	switch p {
+	case corev1.PodPending:
+		return 0
+	case corev1.PodUnknown:
+		return 1
+	case corev1.PodRunning:
+		return 2
+	}
+	return 3
+}
+
+func rsCost(pod *corev1.Pod) int32 {
+	v, ok := pod.Annotations[rsDeletionCost]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
+}
+
+func rsRestarts(pod *corev1.Pod) int32 {
+	var most int32
+	for _, st := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, c := range st {
+			most = max(most, c.RestartCount)
+		}
+	}
+	return most
+}
+
+func rsReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func rsPodReady(pod *corev1.Pod) bool {
+	c := rsReadyCondition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// rsReadySince is when a ready pod turned ready (zero if unknown).
+func rsReadySince(pod *corev1.Pod) time.Time {
+	if c := rsReadyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// status computes rs's status from its active pods and the outcome of
+// manage, and how long until a ready pod becomes available (0: none
+// pending).
+func (r *rsRun) status(rs *appsv1.ReplicaSet, owned []*corev1.Pod, terminating int32, manageErr error) (appsv1.ReplicaSetStatus, time.Duration) {
+	st := *rs.Status.DeepCopy()
+	now := r.now()
+	minReady := time.Duration(rs.Spec.MinReadySeconds) * time.Second
+	template := labels.SelectorFromSet(rs.Spec.Template.Labels)
+	var fully, ready, available int32
+	var recheck time.Duration
+	for _, pod := range owned {
+		if template.Matches(labels.Set(pod.Labels)) {
+			fully++
+		}
+		if !rsPodReady(pod) {
+			continue
+		}
+		ready++
+		since := rsReadySince(pod)
+		switch {
+		case minReady == 0:
+			available++
+		case since.IsZero():
+		case since.Add(minReady).Before(now):
+			available++
+		default:
+			if d := since.Add(minReady).Sub(now) + 100*time.Millisecond; recheck == 0 || d < recheck {
+				recheck = d
+			}
+		}
+	}
+	failure := -1
+	for i, c := range st.Conditions {
+		if c.Type == appsv1.ReplicaSetReplicaFailure {
+			failure = i
+		}
+	}
+	switch {
+	case manageErr != nil && failure < 0:
+		reason := "FailedCreate"
+		if len(owned) > rsWant(rs) {
+			reason = "FailedDelete"
+		}
+		st.Conditions = append(st.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure,
+			Status: corev1.ConditionTrue, Reason: reason, Message: manageErr.Error(),
+			LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second))})
+	case manageErr == nil && failure >= 0:
+		st.Conditions = slices.Delete(st.Conditions, failure, failure+1)
+		if len(st.Conditions) == 0 {
+			st.Conditions = nil
+		}
+	}
+	st.Replicas = int32(len(owned))
+	st.FullyLabeledReplicas = fully
+	st.ReadyReplicas = ready
+	st.AvailableReplicas = available
+	st.TerminatingReplicas = &terminating
+	st.ObservedGeneration = rs.Generation
+	return st, recheck
+}
+
+// writeStatus writes rs's status if it changed.
+func (r *rsRun) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error {
+	if equality.Semantic.DeepEqual(rs.Status, st) {
+		return nil
+	}
+	_, err := r.store.Mutate(ctx, r.rsRes, rs.Namespace, rs.Name, "status", func(obj runtime.Object) error {
+		cur := obj.(*appsv1.ReplicaSet)
+		if cur.UID != rs.UID {
+			return errRSSkip
+		}
+		cur.Status = st
+		return nil
+	})
+	if errors.Is(err, errRSSkip) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// rsQueue is a work queue of ReplicaSet keys: a key queued while waiting
+// is queued once; a key being worked on is handed out again only after
+// done, if it was queued meanwhile.
+type rsQueue struct {
+	mu         sync.Mutex
+	cond       *sync.Cond
+	items      []string
+	dirty      map[string]bool
+	processing map[string]bool
+	timers     map[string]rsTimer
+	failures   map[string]int
+	closed     bool
+}
+
+type rsTimer struct {
+	t  *time.Timer
+	at time.Time
+}
+
+func newRSQueue() *rsQueue {
+	q := &rsQueue{dirty: map[string]bool{}, processing: map[string]bool{}, timers: map[string]rsTimer{}, failures: map[string]int{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *rsQueue) add(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(key)
+}
+
+func (q *rsQueue) addLocked(key string) {
+	if q.closed || q.dirty[key] {
+		return
+	}
+	q.dirty[key] = true
+	if q.processing[key] {
+		return
+	}
+	q.items = append(q.items, key)
+	q.cond.Signal()
+}
+
+// addAfter queues key after d (the earliest of several such requests).
+func (q *rsQueue) addAfter(key string, d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	at := time.Now().Add(d)
+	if old, ok := q.timers[key]; ok {
+		if !old.at.After(at) {
+			return
+		}
+		old.t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if cur, ok := q.timers[key]; ok && cur.t == t {
+			delete(q.timers, key)
+		}
+		q.addLocked(key)
+	})
+	q.timers[key] = rsTimer{t: t, at: at}
+}
+
+// retry queues key again after a backoff that doubles with each failure.
+func (q *rsQueue) retry(key string) {
+	q.mu.Lock()
+	n := q.failures[key]
+	q.failures[key] = n + 1
+	q.mu.Unlock()
+	d := rsRetryMax
+	if n < 20 {
+		d = min(rsRetryBase<<n, rsRetryMax)
+	}
+	q.addAfter(key, d)
+}
+
+func (q *rsQueue) forget(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, key)
+}
+
+// get waits for a key; false once the queue is shut down.
+func (q *rsQueue) get() (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return "", false
+	}
+	key := q.items[0]
+	q.items = q.items[1:]
+	q.processing[key] = true
+	delete(q.dirty, key)
+	return key, true
+}
+
+func (q *rsQueue) done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.processing, key)
+	if q.dirty[key] && !q.closed {
+		q.items = append(q.items, key)
+		q.cond.Signal()
+	}
+}
+
+func (q *rsQueue) shutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	for _, t := range q.timers {
+		t.t.Stop()
+	}
+	clear(q.timers)
+	q.cond.Broadcast()
+}
