@@ -119,11 +119,6 @@ func LoadIdentity(dir string) (Identity, error) {
 	return id, nil
 }
 
-func hasIdentity(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, tokenFile))
-	return err == nil
-}
-
 // newIdentity makes a new cluster's CA and token.
 func newIdentity(now time.Time) (Identity, error) {
 	ca, err := pki.NewCA("isle-ca", now)

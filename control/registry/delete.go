@@ -32,7 +32,7 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, opts m
 	}
 	wopts := WriteOptions{DryRun: len(opts.DryRun) > 0}
 	gr := r.GroupVersionResource.GroupResource()
-	for attempt := 0; attempt < 20; attempt++ {
+	for attempt := 0; attempt < maxRetries && ctx.Err() == nil; attempt++ {
 		old, err := s.Get(ctx, r, ns, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, false, err

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,23 +168,4 @@ func storeError(err error) error {
 		return apierrors.NewServiceUnavailable("request canceled")
 	}
 	return apierrors.NewInternalError(err)
-}
-
-// qualifiedName is how errors name an object: "namespace/name" or "name".
-func qualifiedName(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
-}
-
-// splitKey returns the namespace and name of an object key under prefix.
-func splitKey(r *Resource, key string) (ns, name string) {
-	rest := strings.TrimPrefix(key, keyPrefix(r, ""))
-	if r.Namespaced {
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			return rest[:i], rest[i+1:]
-		}
-	}
-	return "", rest
 }

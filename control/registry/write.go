@@ -234,7 +234,7 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		// An object being deleted goes once nothing holds it any more.
 		if nm.GetDeletionTimestamp() != nil && !heldBack(obj) {
 			removed, err := s.remove(ctx, r, old, opts)
-			if apierrors.IsConflict(err) && precondition == "" && attempt < 20 {
+			if apierrors.IsConflict(err) && precondition == "" && attempt < maxRetries && ctx.Err() == nil {
 				continue // changed meanwhile: look again
 			}
 			return removed, err
@@ -259,10 +259,10 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 			nm.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
 			return obj, nil
 		}
-		if res.FailedOp > 0 && attempt < 20 {
+		if res.FailedOp > 0 && attempt < maxRetries && ctx.Err() == nil {
 			continue // a new allocation was taken meanwhile: allocate again
 		}
-		if precondition != "" || attempt >= 20 {
+		if precondition != "" || attempt >= maxRetries || ctx.Err() != nil {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
 	}
@@ -318,6 +318,11 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 	}
 	return nil
 }
+
+// maxRetries bounds how often a write without a precondition is tried
+// again after losing a race with another writer (Kubernetes retries until
+// the request's deadline; so does this, within the bound).
+const maxRetries = 1000
 
 // subDelete and subBinding mark the server's own updates that record a
 // deletion or a pod's binding to a node.

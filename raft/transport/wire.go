@@ -57,17 +57,6 @@ func statusText(s byte) string {
 	}
 }
 
-func kindText(k byte) string {
-	switch k {
-	case kindStream:
-		return "stream"
-	case kindSnapshot:
-		return "snapshot"
-	default:
-		return fmt.Sprintf("kind(%d)", k)
-	}
-}
-
 // handshake is the first thing a dialer sends.
 type handshake struct {
 	version   uint8
