@@ -60,8 +60,11 @@ func (c *deploymentController) Run(ctx context.Context) {
 	c.dRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("deployments"))
 	c.rsRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
 	c.podRes = mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
-	q := newDeployQueue()
-	defer q.shutdown()
+	q := newWorkQueue(deployRetryMin, deployRetryMax)
+	go func() {
+		<-ctx.Done()
+		q.shutdown()
+	}()
 
 	var wg sync.WaitGroup
 	spawn := func(f func()) {
@@ -102,7 +105,7 @@ func (c *deploymentController) watch(ctx context.Context, r *registry.Resource, 
 	}
 }
 
-func (c *deploymentController) resyncLoop(ctx context.Context, q *deployQueue) {
+func (c *deploymentController) resyncLoop(ctx context.Context, q *workQueue) {
 	t := time.NewTicker(c.resync)
 	defer t.Stop()
 	for {
@@ -124,7 +127,7 @@ func (c *deploymentController) resyncLoop(ctx context.Context, q *deployQueue) {
 
 func deployKey(ns, name string) string { return ns + "/" + name }
 
-func (c *deploymentController) onDeployment(q *deployQueue, ev registry.WatchEvent) {
+func (c *deploymentController) onDeployment(q *workQueue, ev registry.WatchEvent) {
 	d, ok := ev.Object.(*appsv1.Deployment)
 	if !ok || ev.Type == watch.Deleted {
 		return // the garbage collector deletes its ReplicaSets
@@ -145,7 +148,7 @@ func deployOwner(obj metav1.Object) (string, bool) {
 	return ref.Name, true
 }
 
-func (c *deploymentController) onReplicaSet(ctx context.Context, q *deployQueue, ev registry.WatchEvent) {
+func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, ev registry.WatchEvent) {
 	rs, ok := ev.Object.(*appsv1.ReplicaSet)
 	if !ok {
 		return
@@ -175,7 +178,7 @@ func (c *deploymentController) onReplicaSet(ctx context.Context, q *deployQueue,
 
 // onPod wakes a Recreate Deployment when a pod of one of its ReplicaSets
 // goes: it waits for the old pods to be gone before it starts new ones.
-func (c *deploymentController) onPod(ctx context.Context, q *deployQueue, ev registry.WatchEvent) {
+func (c *deploymentController) onPod(ctx context.Context, q *workQueue, ev registry.WatchEvent) {
 	pod, ok := ev.Object.(*corev1.Pod)
 	if !ok || ev.Type != watch.Deleted {
 		return
@@ -199,9 +202,9 @@ func (c *deploymentController) onPod(ctx context.Context, q *deployQueue, ev reg
 	}
 }
 
-func (c *deploymentController) work(ctx context.Context, q *deployQueue) {
+func (c *deploymentController) work(ctx context.Context, q *workQueue) {
 	for {
-		key, ok := q.get(ctx)
+		key, ok := q.get()
 		if !ok {
 			return
 		}
@@ -210,13 +213,12 @@ func (c *deploymentController) work(ctx context.Context, q *deployQueue) {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			delay := q.failed(key)
+			delay := q.retry(key)
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errDeployRetry) {
 				c.log.Debug("deployment controller: sync; retrying", "deployment", key, "err", err, "after", delay)
 			} else {
 				c.log.Warn("deployment controller: sync failed; retrying", "deployment", key, "err", err, "after", delay)
 			}
-			q.addAfter(key, delay)
 		default:
 			q.forget(key)
 			if after > 0 {
@@ -240,139 +242,4 @@ func (c *deploymentController) syncKey(ctx context.Context, key string) (time.Du
 		return 0, err
 	}
 	return c.syncDeployment(ctx, obj.(*appsv1.Deployment))
-}
-
-// deployQueue is a work queue of Deployment keys: a key is queued at most
-// once, and a key being synced is not handed to a second worker; added
-// meanwhile, it is queued again when the first sync is done.
-type deployQueue struct {
-	mu       sync.Mutex
-	items    []string
-	queued   map[string]bool
-	active   map[string]bool
-	timers   map[string]deployTimer
-	failures map[string]int
-	stopped  bool
-	wake     chan struct{}
-}
-
-type deployTimer struct {
-	t   *time.Timer
-	due time.Time
-}
-
-func newDeployQueue() *deployQueue {
-	return &deployQueue{queued: map[string]bool{}, active: map[string]bool{}, timers: map[string]deployTimer{},
-		failures: map[string]int{}, wake: make(chan struct{}, 1)}
-}
-
-func (q *deployQueue) signal() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *deployQueue) add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.stopped || q.queued[key] {
-		return
-	}
-	q.queued[key] = true
-	if !q.active[key] {
-		q.items = append(q.items, key)
-		q.signal()
-	}
-}
-
-// addAfter adds key after d (an earlier pending addition stands).
-func (q *deployQueue) addAfter(key string, d time.Duration) {
-	if d <= 0 {
-		q.add(key)
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.stopped {
-		return
-	}
-	due := time.Now().Add(d)
-	if t, ok := q.timers[key]; ok {
-		if !t.due.After(due) {
-			return
-		}
-		t.t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		q.mu.Lock()
-		if cur, ok := q.timers[key]; ok && cur.t == t {
-			delete(q.timers, key)
-		}
-		q.mu.Unlock()
-		q.add(key)
-	})
-	q.timers[key] = deployTimer{t: t, due: due}
-}
-
-// get takes the next key, waiting for one until ctx ends.
-func (q *deployQueue) get(ctx context.Context) (string, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			key := q.items[0]
-			q.items = q.items[1:]
-			delete(q.queued, key)
-			q.active[key] = true
-			if len(q.items) > 0 {
-				q.signal() // for another worker
-			}
-			q.mu.Unlock()
-			return key, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return "", false
-		case <-q.wake:
-		}
-	}
-}
-
-// done ends the sync of key, queueing it again if it was added meanwhile.
-func (q *deployQueue) done(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.active, key)
-	if q.queued[key] {
-		q.items = append(q.items, key)
-		q.signal()
-	}
-}
-
-// failed counts a failed sync of key and returns how long to wait.
-func (q *deployQueue) failed(key string) time.Duration {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := q.failures[key]
-	q.failures[key] = n + 1
-	d := deployRetryMin << min(n, 20)
-	return min(d, deployRetryMax)
-}
-
-func (q *deployQueue) forget(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.failures, key)
-}
-
-func (q *deployQueue) shutdown() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.stopped = true
-	for _, t := range q.timers {
-		t.t.Stop()
-	}
-	clear(q.timers)
 }

@@ -77,14 +77,14 @@ type rsRun struct {
 	now   func() time.Time
 	rsRes *registry.Resource
 	pods  *registry.Resource
-	queue *rsQueue
+	queue *workQueue
 }
 
 func (c *replicaSets) Run(ctx context.Context) {
 	r := &rsRun{replicaSets: c, now: c.now,
 		rsRes: mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
 		pods:  mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		queue: newRSQueue()}
+		queue: newWorkQueue(rsRetryBase, rsRetryMax)}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -97,7 +97,7 @@ func (c *replicaSets) Run(ctx context.Context) {
 		}()
 	}
 	r.watch(ctx)
-	r.queue.shutDown()
+	r.queue.shutdown()
 	wg.Wait()
 }
 
@@ -726,130 +726,4 @@ func (r *rsRun) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv
 		return nil
 	}
 	return err
-}
-
-// rsQueue is a work queue of ReplicaSet keys: a key queued while waiting
-// is queued once; a key being worked on is handed out again only after
-// done, if it was queued meanwhile.
-type rsQueue struct {
-	mu         sync.Mutex
-	cond       *sync.Cond
-	items      []string
-	dirty      map[string]bool
-	processing map[string]bool
-	timers     map[string]rsTimer
-	failures   map[string]int
-	closed     bool
-}
-
-type rsTimer struct {
-	t  *time.Timer
-	at time.Time
-}
-
-func newRSQueue() *rsQueue {
-	q := &rsQueue{dirty: map[string]bool{}, processing: map[string]bool{}, timers: map[string]rsTimer{}, failures: map[string]int{}}
-	q.cond = sync.NewCond(&q.mu)
-	return q
-}
-
-func (q *rsQueue) add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.addLocked(key)
-}
-
-func (q *rsQueue) addLocked(key string) {
-	if q.closed || q.dirty[key] {
-		return
-	}
-	q.dirty[key] = true
-	if q.processing[key] {
-		return
-	}
-	q.items = append(q.items, key)
-	q.cond.Signal()
-}
-
-// addAfter queues key after d (the earliest of several such requests).
-func (q *rsQueue) addAfter(key string, d time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return
-	}
-	at := time.Now().Add(d)
-	if old, ok := q.timers[key]; ok {
-		if !old.at.After(at) {
-			return
-		}
-		old.t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		if cur, ok := q.timers[key]; ok && cur.t == t {
-			delete(q.timers, key)
-		}
-		q.addLocked(key)
-	})
-	q.timers[key] = rsTimer{t: t, at: at}
-}
-
-// retry queues key again after a backoff that doubles with each failure.
-func (q *rsQueue) retry(key string) {
-	q.mu.Lock()
-	n := q.failures[key]
-	q.failures[key] = n + 1
-	q.mu.Unlock()
-	d := rsRetryMax
-	if n < 20 {
-		d = min(rsRetryBase<<n, rsRetryMax)
-	}
-	q.addAfter(key, d)
-}
-
-func (q *rsQueue) forget(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.failures, key)
-}
-
-// get waits for a key; false once the queue is shut down.
-func (q *rsQueue) get() (string, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
-		q.cond.Wait()
-	}
-	if q.closed {
-		return "", false
-	}
-	key := q.items[0]
-	q.items = q.items[1:]
-	q.processing[key] = true
-	delete(q.dirty, key)
-	return key, true
-}
-
-func (q *rsQueue) done(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.processing, key)
-	if q.dirty[key] && !q.closed {
-		q.items = append(q.items, key)
-		q.cond.Signal()
-	}
-}
-
-func (q *rsQueue) shutDown() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	for _, t := range q.timers {
-		t.t.Stop()
-	}
-	clear(q.timers)
-	q.cond.Broadcast()
 }

@@ -721,7 +721,7 @@ func TestReplicaSetSlowStart(t *testing.T) {
 }
 
 func TestReplicaSetQueue(t *testing.T) {
-	q := newRSQueue()
+	q := newWorkQueue(rsRetryBase, rsRetryMax)
 	q.add("a")
 	q.add("b")
 	q.add("a")
@@ -751,7 +751,7 @@ func TestReplicaSetQueue(t *testing.T) {
 		_, ok := q.get()
 		done <- ok
 	}()
-	q.shutDown()
+	q.shutdown()
 	if <-done {
 		t.Fatal("get after shutdown handed out a key")
 	}
