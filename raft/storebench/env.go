@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
-	"syscall"
-	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // environment is what the numbers were measured on.
@@ -24,134 +17,19 @@ type environment struct {
 	etcdVersion string
 }
 
-// Magic numbers of file systems that live in memory (statfs f_type).
-const (
-	tmpfsMagic = 0x01021994
-	ramfsMagic = 0x858458f6
-)
-
 // probeEnvironment reads versions and machine facts and, last, creates the
-// temporary directory: on the disk of os.TempDir(), or of /var/tmp when
-// that is in memory, where fsync would cost nothing.
+// temporary directory on a real disk.
 func probeEnvironment(ctx context.Context, o options) (environment, error) {
 	var env environment
 	var err error
-	if env.isleVersion, err = firstLine(ctx, o.isle, "version"); err != nil {
+	if env.isleVersion, err = benchkit.FirstLine(ctx, o.isle, "version"); err != nil {
 		return env, err
 	}
-	if env.etcdVersion, err = firstLine(ctx, o.etcd, "--version"); err != nil {
+	if env.etcdVersion, err = benchkit.FirstLine(ctx, o.etcd, "--version"); err != nil {
 		return env, err
 	}
-	env.kernel = readTrim("/proc/sys/kernel/osrelease")
-	env.cpus = runtime.NumCPU()
-	env.cpuModel = cpuModel()
-
-	base := ""
-	for _, dir := range []string{os.TempDir(), "/var/tmp"} {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir, &st); err != nil {
-			continue
-		}
-		if t := uint32(st.Type); t != tmpfsMagic && t != ramfsMagic {
-			base = dir
-			break
-		}
-	}
-	if base == "" {
-		return env, fmt.Errorf("choose a data directory: %s and /var/tmp are in memory (tmpfs) or missing; set TMPDIR to a directory on disk", os.TempDir())
-	}
-	if env.tempDir, err = os.MkdirTemp(base, "isle-storebench-"); err != nil {
-		return env, fmt.Errorf("create temporary directory: %w", err)
-	}
-	env.disk = describeDisk(env.tempDir)
-	return env, nil
-}
-
-// firstLine runs bin args and returns the first line of its output.
-func firstLine(ctx context.Context, bin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("run %s %s: %w: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line, nil
-}
-
-func readTrim(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(b))
-}
-
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
-
-// describeDisk names the mount that holds dir: device, file system, mount
-// point, and whether the kernel calls the device rotational.
-func describeDisk(dir string) string {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		real = dir
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	var best, desc string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(a) < 5 || len(b) < 2 {
-			continue
-		}
-		mp := a[4]
-		if !within(real, mp) || len(mp) < len(best) {
-			continue
-		}
-		best = mp
-		desc = fmt.Sprintf("%s (%s) mounted on %s, rotational=%s", b[1], b[0], mp, rotational(a[2]))
-	}
-	if desc == "" {
-		return "unknown"
-	}
-	return desc
-}
-
-func within(path, mp string) bool {
-	return mp == "/" || path == mp || strings.HasPrefix(path, mp+"/")
-}
-
-// rotational reads queue/rotational of block device MAJ:MIN (or of the
-// disk a partition belongs to).
-func rotational(majMin string) string {
-	dev, err := filepath.EvalSymlinks("/sys/dev/block/" + majMin)
-	if err != nil {
-		return "unknown"
-	}
-	for _, d := range []string{dev, filepath.Dir(dev)} {
-		if b, err := os.ReadFile(filepath.Join(d, "queue", "rotational")); err == nil {
-			return strings.TrimSpace(string(b))
-		}
-	}
-	return "unknown"
+	m := benchkit.ReadMachine()
+	env.kernel, env.cpus, env.cpuModel = m.Kernel, m.CPUs, m.CPUModel
+	env.tempDir, env.disk, err = benchkit.DataDir("isle-storebench-")
+	return env, err
 }
