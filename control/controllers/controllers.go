@@ -25,6 +25,7 @@ func Table(store *registry.Store, log *slog.Logger) []Controller {
 		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
 		newDeploymentController(store, log.With("controller", "deployment")),
 		&replicaSets{store: store, log: log.With("controller", "replicaset")},
+		&endpointSlices{store: store, log: log.With("controller", "endpointslice")},
 	}
 }
 
