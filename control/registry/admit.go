@@ -135,22 +135,32 @@ func (s *Store) allocateService(svc *corev1.Service) error {
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
 	}
-	if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		used := map[int32]bool{}
-		for _, p := range svc.Spec.Ports {
-			used[p.NodePort] = true
+	if needsNodePorts(svc.Spec.Type) {
+		return s.fillNodePorts(svc)
+	}
+	return nil
+}
+
+func needsNodePorts(t corev1.ServiceType) bool {
+	return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
+}
+
+// fillNodePorts gives a free node port to every port of svc without one.
+func (s *Store) fillNodePorts(svc *corev1.Service) error {
+	used := map[int32]bool{}
+	for _, p := range svc.Spec.Ports {
+		used[p.NodePort] = true
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].NodePort != 0 {
+			continue
 		}
-		for i := range svc.Spec.Ports {
-			if svc.Spec.Ports[i].NodePort != 0 {
-				continue
-			}
-			port, err := s.freeNodePort(used)
-			if err != nil {
-				return err
-			}
-			used[port] = true
-			svc.Spec.Ports[i].NodePort = port
+		port, err := s.freeNodePort(used)
+		if err != nil {
+			return err
 		}
+		used[port] = true
+		svc.Spec.Ports[i].NodePort = port
 	}
 	return nil
 }
@@ -266,10 +276,7 @@ func (s *Store) updateAllocations(obj, old runtime.Object) error {
 	if !ok || !ok2 {
 		return nil
 	}
-	nodePorts := func(t corev1.ServiceType) bool {
-		return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
-	}
-	if !nodePorts(svc.Spec.Type) && nodePorts(prev.Spec.Type) {
+	if !needsNodePorts(svc.Spec.Type) && needsNodePorts(prev.Spec.Type) {
 		for i := range svc.Spec.Ports {
 			for _, q := range prev.Spec.Ports {
 				if svc.Spec.Ports[i].NodePort == q.NodePort {
@@ -301,22 +308,8 @@ func (s *Store) updateAllocations(obj, old runtime.Object) error {
 		}
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
 	}
-	if nodePorts(svc.Spec.Type) {
-		used := map[int32]bool{}
-		for _, p := range svc.Spec.Ports {
-			used[p.NodePort] = true
-		}
-		for i := range svc.Spec.Ports {
-			if svc.Spec.Ports[i].NodePort != 0 {
-				continue
-			}
-			port, err := s.freeNodePort(used)
-			if err != nil {
-				return err
-			}
-			used[port] = true
-			svc.Spec.Ports[i].NodePort = port
-		}
+	if needsNodePorts(svc.Spec.Type) {
+		return s.fillNodePorts(svc)
 	}
 	return nil
 }
