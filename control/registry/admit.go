@@ -246,7 +246,7 @@ func carryAllocations(obj, old runtime.Object) {
 	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP == prev.Spec.ClusterIP {
 		svc.Spec.ClusterIPs = prev.Spec.ClusterIPs
 	}
-	if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+	if !needsNodePorts(svc.Spec.Type) {
 		return
 	}
 	for i := range svc.Spec.Ports {
