@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // memSample is the server's memory at one moment.
@@ -61,40 +62,8 @@ func statusKiB(status []byte, key string) (uint64, error) {
 	return 0, fmt.Errorf("no %s line", key)
 }
 
-// scrape returns the unlabelled samples of the server's /metrics page
-// (Prometheus text format) on its store address.
+// scrape returns the unlabelled samples of the server's /metrics page on
+// its store address.
 func (s *server) scrape(ctx context.Context) (map[string]float64, error) {
-	url := "http://" + s.storeAddr + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	resp, err := s.metrics.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %d", url, resp.StatusCode)
-	}
-	vals := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.Contains(line, "{") {
-			continue
-		}
-		name, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.Fields(v)[0], 64); err == nil {
-			vals[name] = f
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	return vals, nil
+	return benchkit.Scrape(ctx, s.metrics, "http://"+s.storeAddr+"/metrics")
 }

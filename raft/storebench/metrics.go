@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // fsyncTotals sums the fsync histograms of a cluster's members.
@@ -39,36 +37,5 @@ var scrapeClient = newHTTPClient()
 
 // scrape returns the unlabelled samples of one /metrics page.
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	resp, err := scrapeClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %d", url, resp.StatusCode)
-	}
-	vals := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.Contains(line, "{") {
-			continue
-		}
-		name, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.Fields(v)[0], 64); err == nil {
-			vals[name] = f
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	return vals, nil
+	return benchkit.Scrape(ctx, scrapeClient, url)
 }
