@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // server is one `isle server --init` process in the temporary directory.
@@ -34,7 +35,7 @@ func (s *server) apiURL() string  { return "https://127.0.0.1:" + strconv.Itoa(s
 // start runs the server, its output going to server.log, and waits until
 // its store answers on --store-addr.
 func (s *server) start(ctx context.Context, bin string) error {
-	ports, err := freePorts(3)
+	ports, err := benchkit.FreePorts(3)
 	if err != nil {
 		return fmt.Errorf("start server: %w", err)
 	}
@@ -169,24 +170,4 @@ func (s *server) teardown(failed, keep bool) {
 	if err := os.RemoveAll(s.dir); err != nil {
 		slog.Warn("remove temporary directory", "dir", s.dir, "err", err)
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find free ports: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // options are the command-line flags.
@@ -114,7 +116,7 @@ func run(ctx context.Context, o options) (err error) {
 		ws.teardown(err != nil && ctx.Err() == nil, o.keep)
 	}()
 
-	ports, err := freePorts(15)
+	ports, err := benchkit.FreePorts(15)
 	if err != nil {
 		return err
 	}
