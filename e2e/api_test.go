@@ -92,7 +92,8 @@ func (c *apiClient) do(t *testing.T, method, path, contentType string, body []by
 	return resp.StatusCode, string(b), resp.Header
 }
 
-// nodeToken asks the cluster, with its token, for a node's bearer token.
+// nodeToken joins a board named node as an agent, with the cluster's
+// token, and returns its node credential (a bearer token).
 func nodeToken(t *testing.T, c *apiClient, m *member, node string) string {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(m.dir, "token"))
@@ -102,12 +103,12 @@ func nodeToken(t *testing.T, c *apiClient, m *member, node string) string {
 	secret := strings.TrimSpace(string(tok))
 	secret = secret[strings.LastIndex(secret, "::")+2:]
 	tc := c.withToken(secret)
-	code, body, _ := tc.do(t, "POST", "/isle/v1/nodetoken", "application/json", []byte(`{"node":"`+node+`"}`))
+	code, body, _ := tc.do(t, "POST", "/isle/v1/join", "application/json", []byte(`{"name":"`+node+`","role":"agent"}`))
 	if code != 200 {
 		t.Fatalf("node token for %s: %d %s", node, code, body)
 	}
 	var resp struct {
-		Token string `json:"token"`
+		Token string `json:"nodeToken"`
 	}
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Token == "" {
 		t.Fatalf("node token answer %s: %v", body, err)

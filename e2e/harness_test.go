@@ -33,15 +33,25 @@ func isleBinary(t *testing.T) string {
 	return out
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago, for TCP
+// and UDP (gossip uses both).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port free for both TCP and UDP")
+	return 0
 }
 
 type storeCluster struct {
@@ -52,6 +62,7 @@ type member struct {
 	name, bin, dir    string
 	storeAddr         string
 	apiPort, raftPort int
+	gossipPort        int
 	join, token       string
 	extra             []string // more flags for isle server
 	cmd               *exec.Cmd
@@ -62,6 +73,9 @@ type member struct {
 // apiAddr is the member's Kubernetes API address.
 func (m *member) apiAddr() string { return "127.0.0.1:" + strconv.Itoa(m.apiPort) }
 
+// gossipAddr is where other boards join the cluster through this one.
+func (m *member) gossipAddr() string { return "127.0.0.1:" + strconv.Itoa(m.gossipPort) }
+
 func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAddr, nil) }
 
 // start runs the member's process (the same command line every time: a
@@ -69,7 +83,8 @@ func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAd
 func (m *member) start(t *testing.T) {
 	t.Helper()
 	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
-		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort)}
+		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort),
+		"--gossip-port", strconv.Itoa(m.gossipPort)}
 	args = append(args, m.extra...)
 	if m.join == "" {
 		args = append(args, "--init")
@@ -116,10 +131,10 @@ func startStore(t *testing.T, bin string, n int, extra ...string) *storeCluster 
 		m := &member{
 			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
 			storeAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-			apiPort:   freePort(t), raftPort: freePort(t), extra: extra,
+			apiPort:   freePort(t), raftPort: freePort(t), gossipPort: freePort(t), extra: extra,
 		}
 		if i > 0 {
-			m.join = c.members[0].apiAddr()
+			m.join = c.members[0].gossipAddr()
 			tok, err := os.ReadFile(filepath.Join(c.members[0].dir, "token"))
 			if err != nil {
 				t.Fatalf("read the first server's token: %v", err)

@@ -12,6 +12,7 @@ import (
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/isle-cluster/isle/raft/atomicfile"
 	"github.com/isle-cluster/isle/raft/kv"
 	"github.com/isle-cluster/isle/raft/snap"
 	"github.com/isle-cluster/isle/raft/wal"
@@ -208,40 +209,10 @@ func loadOrCreateMemberFile(cfg Config, boot Bootstrap) (memberFile, bool, error
 	if err != nil {
 		return mf, false, fmt.Errorf("raft: open: %w", err)
 	}
-	if err := writeFileSync(path, b); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return mf, false, fmt.Errorf("raft: open: write member file: %w", err)
 	}
 	return mf, false, nil
-}
-
-// writeFileSync writes a file atomically and durably: temporary file, fsync,
-// rename, fsync of the directory.
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // randomID returns a random non-zero 64-bit ID.

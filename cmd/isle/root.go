@@ -16,6 +16,8 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newServerCommand(),
+		newAgentCommand(),
+		newMemberCommand(),
 		newStoreCommand(),
 		newKubeconfigCommand(),
 	)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,18 +21,21 @@ import (
 
 // serverFlags are the flags of `isle server`.
 type serverFlags struct {
-	init      bool
-	join      string
-	token     string
-	dataDir   string
-	name      string
-	address   string
-	apiPort   int
-	raftPort  int
-	storeAddr string
-	logLevel  string
-	memLimit  string
-	snapshot  cluster.SnapshotTuning
+	init            bool
+	join            []string
+	token           string
+	gossipPort      int
+	removeDeadAfter time.Duration
+	nodeGrace       time.Duration
+	dataDir         string
+	name            string
+	address         string
+	apiPort         int
+	raftPort        int
+	storeAddr       string
+	logLevel        string
+	memLimit        string
+	snapshot        cluster.SnapshotTuning
 }
 
 func newServerCommand() *cobra.Command {
@@ -41,22 +47,27 @@ func newServerCommand() *cobra.Command {
 Kubernetes API server (HTTPS on --api-port).
 
 The first board starts the cluster with --init; it prints the cluster token
-and keeps it in DATA-DIR/token. The others join with --join, giving the API
-address (host:port) of any server, and --token. A data directory that already
-holds a server restarts it: --init, --join and --token are then ignored, so
-the same command line works after a reboot.`,
+and keeps it in DATA-DIR/token. The others join with --join, giving the
+address of any board of the cluster (server or agent; its gossip port 7946 if
+no port is given), and --token. The first three servers vote in the store;
+further ones are standbys that replace a removed voter. A data directory that
+already holds a server restarts it: --init, --join and --token are then
+ignored, so the same command line works after a reboot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.init, "init", false, "start a new cluster with this board as its first server")
-	fl.StringVar(&f.join, "join", "", "API address (host:port) of any server of the cluster to join")
+	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster to join; repeat or separate with commas for more")
 	fl.StringVar(&f.token, "token", "", "the cluster token (printed by the first server; in its DATA-DIR/token)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the store and the cluster's keys")
 	fl.StringVar(&f.name, "name", "", "server name (default: the hostname)")
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
 	fl.IntVar(&f.apiPort, "api-port", 6443, "port of the Kubernetes API (HTTPS)")
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
+	fl.IntVar(&f.gossipPort, "gossip-port", 7946, "port of the gossip between boards (TCP and UDP)")
+	fl.DurationVar(&f.nodeGrace, "node-monitor-grace-period", 40*time.Second, "how long a new leader waits to hear a board in gossip before it marks its Node NotReady")
+	fl.DurationVar(&f.removeDeadAfter, "remove-dead-after", 0, "remove a voting server whose board has been dead this long, so a standby takes its place (0: never; use isle member remove)")
 	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
@@ -66,17 +77,10 @@ the same command line works after a reboot.`,
 }
 
 func (f *serverFlags) validate() error {
-	if f.name == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("--name: not given and the hostname is unknown: %w", err)
-		}
-		f.name = h
+	if err := checkBoard(&f.name, f.address); err != nil {
+		return err
 	}
-	if ip := net.ParseIP(f.address); ip == nil || ip.IsUnspecified() {
-		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it)", f.address)
-	}
-	for flag, p := range map[string]int{"--api-port": f.apiPort, "--raft-port": f.raftPort} {
+	for flag, p := range map[string]int{"--api-port": f.apiPort, "--raft-port": f.raftPort, "--gossip-port": f.gossipPort} {
 		if p < 1 || p > 65535 {
 			return fmt.Errorf("%s %d: want a port from 1 to 65535", flag, p)
 		}
@@ -87,15 +91,24 @@ func (f *serverFlags) validate() error {
 	if f.apiPort == f.raftPort {
 		return fmt.Errorf("--api-port and --raft-port are both %d: give two ports", f.apiPort)
 	}
+	if f.removeDeadAfter < 0 || f.removeDeadAfter > 0 && f.removeDeadAfter < 10*time.Second {
+		return fmt.Errorf("--remove-dead-after %v: want 0 (never) or at least 10s, so a reboot is not taken for a death", f.removeDeadAfter)
+	}
+	if f.nodeGrace < time.Second {
+		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
+	}
+	if err := checkJoinAddrs(f.join); err != nil {
+		return err
+	}
 	if f.storeAddr != "" {
 		if _, port, err := net.SplitHostPort(f.storeAddr); err != nil || port == "" || port == "0" {
 			return fmt.Errorf("--store-addr %q: want host:port with a fixed port", f.storeAddr)
 		}
 	}
 	switch {
-	case f.init && f.join != "":
+	case f.init && len(f.join) > 0:
 		return fmt.Errorf("--init and --join: give one, not both")
-	case f.join != "" && f.token == "":
+	case len(f.join) > 0 && f.token == "":
 		return fmt.Errorf("--join needs --token (the first server printed it; it is in its DATA-DIR/token)")
 	}
 	return nil
@@ -117,7 +130,42 @@ func runServer(ctx context.Context, f serverFlags) error {
 	hostPort := func(p int) string { return net.JoinHostPort(f.address, strconv.Itoa(p)) }
 	return cluster.Run(ctx, cluster.Config{
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
-		RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
+		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,
+		NodeGrace: f.nodeGrace,
+		RaftAddr:  hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
 		Version: version, Commit: commit, Logger: log, Snapshot: f.snapshot,
 	})
+}
+
+// checkJoinAddrs checks --join addresses: host or host:port each.
+func checkJoinAddrs(addrs []string) error {
+	for _, a := range addrs {
+		host := a
+		if h, port, err := net.SplitHostPort(a); err == nil {
+			if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+				return fmt.Errorf("--join %q: port %q is not a port number", a, port)
+			}
+			host = h
+		}
+		if host == "" || strings.ContainsAny(host, "/ ") {
+			return fmt.Errorf("--join %q: want host or host:port of a board", a)
+		}
+	}
+	return nil
+}
+
+// checkBoard checks the flags every board has: --name (default: the
+// hostname) and --address.
+func checkBoard(name *string, address string) error {
+	if *name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("--name: not given and the hostname is unknown: %w", err)
+		}
+		*name = h
+	}
+	if ip, err := netip.ParseAddr(address); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
+		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it)", address)
+	}
+	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
-		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, storeAddr: "127.0.0.1:6444", memLimit: "40Mi"}
+		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi"}
 	}
 	cases := []struct {
 		name   string
@@ -17,8 +18,13 @@ func TestServerFlagsValidate(t *testing.T) {
 		want   string // substring of the error; "" for none
 	}{
 		{"init", func(*serverFlags) {}, ""},
-		{"both init and join", func(f *serverFlags) { f.join = "10.0.0.2:6443"; f.token = "x" }, "not both"},
-		{"join without token", func(f *serverFlags) { f.init = false; f.join = "10.0.0.2:6443" }, "--token"},
+		{"both init and join", func(f *serverFlags) { f.join = []string{"10.0.0.2"}; f.token = "x" }, "not both"},
+		{"join without token", func(f *serverFlags) { f.init = false; f.join = []string{"10.0.0.2:7946"} }, "--token"},
+		{"join with a bad port", func(f *serverFlags) { f.init = false; f.token = "x"; f.join = []string{"10.0.0.2:gossip"} }, "port"},
+		{"join with a URL", func(f *serverFlags) { f.init = false; f.token = "x"; f.join = []string{"https://10.0.0.2/"} }, "--join"},
+		{"gossip port out of range", func(f *serverFlags) { f.gossipPort = 0 }, "--gossip-port"},
+		{"remove dead too soon", func(f *serverFlags) { f.removeDeadAfter = time.Second }, "--remove-dead-after"},
+		{"remove dead after a minute", func(f *serverFlags) { f.removeDeadAfter = time.Minute }, ""},
 		{"wildcard address", func(f *serverFlags) { f.address = "0.0.0.0" }, "--address"},
 		{"not an address", func(f *serverFlags) { f.address = "pi1.local" }, "--address"},
 		{"port out of range", func(f *serverFlags) { f.apiPort = 70000 }, "--api-port"},

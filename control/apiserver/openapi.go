@@ -77,7 +77,7 @@ func (s *Server) groupVersionDoc(gv schema.GroupVersion) map[string]any {
 	}
 	return map[string]any{
 		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "Kubernetes", "version": kubeVersion},
+		"info":       map[string]any{"title": "Kubernetes", "version": KubeVersion},
 		"paths":      paths,
 		"components": map[string]any{"schemas": map[string]any{}},
 	}

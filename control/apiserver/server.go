@@ -23,10 +23,10 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// kubeVersion is the Kubernetes version isle's API corresponds to. kubectl
+// KubeVersion is the Kubernetes version isle's API corresponds to. kubectl
 // picks its behaviour (and the dispatcher on these machines its binary)
 // from it.
-const kubeVersion = "v1.32.4"
+const KubeVersion = "v1.32.4"
 
 // Config configures a Server.
 type Config struct {
@@ -150,10 +150,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 }
 
 func (s *Server) version() *version.Info {
-	v := strings.TrimPrefix(kubeVersion, "v")
+	v := strings.TrimPrefix(KubeVersion, "v")
 	parts := strings.SplitN(v, ".", 3)
 	return &version.Info{
-		Major: parts[0], Minor: parts[1], GitVersion: kubeVersion,
+		Major: parts[0], Minor: parts[1], GitVersion: KubeVersion,
 		GitCommit: s.cfg.IsleCommit, GitTreeState: "clean", BuildDate: "",
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}

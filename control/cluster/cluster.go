@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +26,10 @@ import (
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/storeapi"
 	"github.com/isle-cluster/isle/raft/transport"
@@ -35,12 +41,25 @@ type Config struct {
 	DataDir string
 	// Name is the server's name (its board's hostname). Required.
 	Name string
-	// Init starts a new cluster; Join (a server's API host:port) with
-	// Token joins one. A data directory that holds a server already
-	// restarts it and ignores both.
+	// Init starts a new cluster; Join (gossip addresses, host or
+	// host:port, of any boards of the cluster) with Token joins one. A
+	// data directory that holds a server already restarts it and ignores
+	// both.
 	Init  bool
-	Join  string
+	Join  []string
 	Token string
+	// Address is the board's IP: gossip binds it (port GossipPort,
+	// default 7946) and its Node reports it.
+	Address    netip.Addr
+	GossipPort int
+	// RemoveDeadAfter removes a voter whose board has been dead this long
+	// (0: never).
+	RemoveDeadAfter time.Duration
+	// Gossip tunes failure detection (nil: gossip.LANTuning).
+	Gossip *gossip.Tuning
+	// NodeGrace is how long a new leader waits for a Node's board to show
+	// up in gossip before it marks the Node NotReady (0: 40 s).
+	NodeGrace time.Duration
 	// RaftAddr is host:port for raft traffic, listened on and advertised.
 	RaftAddr string
 	// APIAddr is host:port the API server listens on; APIAdvertise is the
@@ -75,8 +94,13 @@ func (c *Config) validate() error {
 		return errors.New("cluster: Name is required")
 	case c.RaftAddr == "" || c.APIAddr == "":
 		return errors.New("cluster: RaftAddr and APIAddr are required")
-	case c.Init && c.Join != "":
+	case c.Init && len(c.Join) > 0:
 		return errors.New("cluster: start a new cluster or join one, not both")
+	case !c.Address.IsValid() || c.Address.IsUnspecified():
+		return fmt.Errorf("cluster: address %v: want the board's own IP", c.Address)
+	}
+	if c.GossipPort == 0 {
+		c.GossipPort = gossip.DefaultPort
 	}
 	if c.APIAdvertise == "" {
 		c.APIAdvertise = c.APIAddr
@@ -101,9 +125,17 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	storeDir := filepath.Join(cfg.DataDir, storeDirName)
 
-	id, boot, joiner, err := establishIdentity(ctx, cfg, storeDir)
+	facts, err := hw.Read()
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	id, boot, err := establishIdentity(ctx, cfg, storeDir)
 	if err != nil {
 		return err
+	}
+	gossipKey, err := gossip.DeriveKey(id.Token.Secret)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: "https://" + cfg.APIAdvertise}); err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -133,7 +165,18 @@ func Run(ctx context.Context, cfg Config) error {
 	tr.Start()
 	node.Start(tr)
 
+	g, err := gossip.Start(gossip.Config{
+		Meta: gossip.Meta{Name: cfg.Name, Role: gossip.RoleServer, RaftID: node.ID(), API: cfg.APIAdvertise, Raft: cfg.RaftAddr,
+			Arch: facts.Platform(), Version: cfg.Version},
+		Addr: cfg.Address, Port: cfg.GossipPort, Key: gossipKey, Tuning: cfg.Gossip, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer func() { _ = g.Leave(2 * time.Second) }()
+
 	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR})
+	members := &membership{node: node, gossip: g, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
 	servingTLS, err := servingConfig(id, cfg)
 	if err != nil {
 		return err
@@ -142,7 +185,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready: func(ctx context.Context) error { return node.Sync(ctx) },
-		Extra: &joinHandler{node: node, id: id, log: log},
+		Extra: &joinHandler{node: node, id: id, log: log, members: members},
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
@@ -164,16 +207,26 @@ func Run(ctx context.Context, cfg Config) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if joiner != nil {
-		go promoteSelf(runCtx, node, joiner, log)
-	}
+	go joinGossip(runCtx, g, node, cfg, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
+		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, log)
-		controllers.RunAll(ctx, controllers.Table(store, log), log)
+		table := append(controllers.Table(store, log),
+			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace}, log.With("controller", "nodelifecycle")))
+		controllers.RunAll(ctx, table, log)
 	})
+	go func() {
+		cred, err := nodeCredential(runCtx, cfg, node, id, gossipKey)
+		if err != nil {
+			errc <- err
+			return
+		}
+		errc <- agent.Run(runCtx, agent.Config{Credential: cred, Role: gossip.RoleServer, Address: cfg.Address.String(),
+			DataDir: cfg.DataDir, Gossip: g, Fallback: []string{cfg.APIAdvertise}, KubeVersion: apiserver.KubeVersion, Logger: log})
+	}()
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)
-	if cfg.Init && !joinerOrRestart(joiner, boot) {
+	if boot.NewCluster {
 		log.Info("cluster: new cluster started; join other servers with this token", "token", id.Token.String())
 	}
 
@@ -188,10 +241,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-func joinerOrRestart(joiner *joinClient, boot raft.Bootstrap) bool {
-	return joiner != nil || !boot.NewCluster
-}
-
 func shutdown(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -200,42 +249,145 @@ func shutdown(srv *http.Server) {
 
 // establishIdentity loads the identity of a restarting server, creates the
 // one of a new cluster, or fetches it from the cluster being joined.
-func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identity, raft.Bootstrap, *joinClient, error) {
+func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identity, raft.Bootstrap, error) {
 	var boot raft.Bootstrap
 	if raft.HasMember(storeDir) {
 		id, err := LoadIdentity(cfg.DataDir)
-		return id, boot, nil, err
+		return id, boot, err
 	}
 	switch {
 	case cfg.Init:
 		id, err := newIdentity(time.Now())
 		if err != nil {
-			return id, boot, nil, fmt.Errorf("cluster: new CA: %w", err)
+			return id, boot, fmt.Errorf("cluster: new CA: %w", err)
 		}
 		if err := saveIdentity(cfg.DataDir, id); err != nil {
-			return id, boot, nil, fmt.Errorf("cluster: %w", err)
+			return id, boot, fmt.Errorf("cluster: %w", err)
 		}
 		boot.NewCluster = true
-		return id, boot, nil, nil
-	case cfg.Join != "":
-		tok, err := pki.ParseToken(cfg.Token)
+		return id, boot, nil
+	case len(cfg.Join) > 0:
+		id, info, err := joinCluster(ctx, cfg)
 		if err != nil {
-			return Identity{}, boot, nil, fmt.Errorf("cluster: --token: %w", err)
+			return id, boot, fmt.Errorf("cluster: %w", err)
 		}
-		c := newJoinClient(tok)
-		jctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		info, id, err := c.join(jctx, cfg.Join, joinRequest{Name: cfg.Name, RaftAddr: cfg.RaftAddr, APIAddr: cfg.APIAdvertise})
-		if err != nil {
-			return id, boot, nil, fmt.Errorf("cluster: %w", err)
-		}
-		if err := saveIdentity(cfg.DataDir, id); err != nil {
-			return id, boot, nil, fmt.Errorf("cluster: %w", err)
-		}
-		boot.Join = &info
-		return id, boot, c, nil
+		boot.Join = info
+		return id, boot, nil
 	}
-	return Identity{}, boot, nil, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --join ADDR --token T", cfg.DataDir)
+	return Identity{}, boot, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --join ADDR --token T", cfg.DataDir)
+}
+
+// joinCluster finds the servers through the gossip of any board at
+// cfg.Join and asks one to add this server as a store learner; it saves
+// the cluster identity and the board's node credential.
+func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, error) {
+	tok, err := pki.ParseToken(cfg.Token)
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("--token: %w", err)
+	}
+	key, err := gossip.DeriveKey(tok.Secret)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	found, err := gossip.DiscoverRetry(ctx, cfg.Address, key, cfg.Join, cfg.Logger)
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("join: %w", err)
+	}
+	jctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found),
+		bootstrap.JoinRequest{Name: cfg.Name, Role: gossip.RoleServer, RaftAddr: cfg.RaftAddr, APIAddr: cfg.APIAdvertise}, "")
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	if resp.Join == nil || resp.NodeToken == "" {
+		return Identity{}, nil, errors.New("join: the server's answer lacks the store's join information or the node credential")
+	}
+	keyPEM, err := pki.Open(resp.CAKeySealed, tok.Secret, pki.InfoCAKey)
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("join: %w", err)
+	}
+	ca, err := pki.ParseCA(resp.CACert, keyPEM)
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("join: %w", err)
+	}
+	id := Identity{Token: tok, CA: ca}
+	if err := saveIdentity(cfg.DataDir, id); err != nil {
+		return id, nil, err
+	}
+	cred := agent.Credential{Name: cfg.Name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: key, Servers: serverGossipAddrs(found)}
+	if err := cred.Save(cfg.DataDir); err != nil {
+		return id, nil, err
+	}
+	return id, resp.Join, nil
+}
+
+func serverGossipAddrs(members []gossip.Member) []string {
+	var out []string
+	for _, m := range members {
+		if m.Role == gossip.RoleServer {
+			out = append(out, m.Addr.String())
+		}
+	}
+	return out
+}
+
+// nodeCredential returns the server's node credential; the first server of
+// a cluster issues its own once the store has a leader.
+func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identity, gossipKey []byte) (agent.Credential, error) {
+	cred, ok, err := agent.LoadCredential(cfg.DataDir)
+	if err != nil || ok {
+		return cred, err
+	}
+	for {
+		token, err := issueNodeToken(ctx, node, cfg.Name)
+		if err == nil {
+			cred = agent.Credential{Name: cfg.Name, NodeToken: token, CACert: id.CA.CertPEM, GossipKey: gossipKey}
+			return cred, cred.Save(cfg.DataDir)
+		}
+		if errors.Is(err, errNameTaken) {
+			return cred, fmt.Errorf("cluster: this server's node credential is lost (%s/%s) and its name is taken: remove the board (isle member remove %s) and join it again", cfg.DataDir, agent.CredentialFile, cfg.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return cred, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// joinGossip joins the gossip through the boards this server knows: the
+// addresses it was started with, the servers it saw last, and the other
+// store members (on the same gossip port). It retries until one answers.
+func joinGossip(ctx context.Context, g *gossip.Gossip, node *raft.Node, cfg Config, log *slog.Logger) {
+	for attempt := 0; ; attempt++ {
+		seeds := slices.Clone(cfg.Join)
+		if cred, ok, _ := agent.LoadCredential(cfg.DataDir); ok {
+			seeds = append(seeds, cred.Servers...)
+		}
+		for _, m := range node.Members() {
+			if host, _, err := net.SplitHostPort(m.RaftAddr); err == nil && m.ID != node.ID() {
+				seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(cfg.GossipPort)))
+			}
+		}
+		self := netip.AddrPortFrom(cfg.Address, uint16(cfg.GossipPort)).String()
+		seeds = slices.DeleteFunc(seeds, func(s string) bool { return s == self })
+		slices.Sort(seeds)
+		seeds = slices.Compact(seeds)
+		if len(seeds) == 0 {
+			return // the only board so far: the others will join it
+		}
+		if _, err := g.Join(seeds); err == nil {
+			return
+		} else if attempt%10 == 0 {
+			log.Warn("cluster: no board answered gossip yet; retrying", "seeds", seeds, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // servingConfig issues this server's serving certificate from the CA.
@@ -248,7 +400,9 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	} else {
 		names = append(names, host)
 	}
-	names = append(names, cfg.Name)
+	// Every server also answers to the kubernetes Service's names, which
+	// boards use to verify whichever server they reach.
+	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", agent.APIServerName, agent.APIServerName+".cluster.local")
 	first := cfg.ServiceCIDR.Addr().Next() // the kubernetes Service
 	ips = append(ips, net.IP(first.AsSlice()))
 	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, time.Now())

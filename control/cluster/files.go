@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
 // The files a server keeps in its data directory besides the store:
@@ -41,35 +42,7 @@ type localInfo struct {
 }
 
 func writeFile(dir, name string, data []byte) error {
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), directoryMode); err != nil {
-		return err
-	}
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, fileMode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(p))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(filepath.Join(dir, name), data, fileMode)
 }
 
 // saveIdentity writes the token and the CA (key sealed) to dir.

@@ -82,7 +82,7 @@ func NewCA(commonName string, now time.Time) (*CA, error) {
 // PKCS #8 ("PRIVATE KEY"). It checks that the certificate is a CA allowed to
 // sign certificates and that the key is its P-256 key.
 func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
-	cert, err := parseCertPEM(certPEM)
+	cert, err := ParseCertPEM(certPEM)
 	if err != nil {
 		return nil, fmt.Errorf("pki: parse CA: %w", err)
 	}
@@ -152,8 +152,8 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: pemECPrivateKey, Bytes: der}), nil
 }
 
-// parseCertPEM parses the first PEM block, which must be a certificate.
-func parseCertPEM(data []byte) (*x509.Certificate, error) {
+// ParseCertPEM parses the first PEM block, which must be a certificate.
+func ParseCertPEM(data []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("certificate: no PEM block found")

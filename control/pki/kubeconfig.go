@@ -92,7 +92,7 @@ func checkKubeconfigArgs(cluster, server string, caPEM []byte, user string, cert
 	if u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("server URL %q: want https://host[:port]", server)
 	}
-	if _, err := parseCertPEM(caPEM); err != nil {
+	if _, err := ParseCertPEM(caPEM); err != nil {
 		return fmt.Errorf("CA %w", err)
 	}
 	hasCert := len(certPEM) > 0 || len(keyPEM) > 0

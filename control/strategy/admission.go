@@ -16,8 +16,12 @@ var builtinPriorities = map[string]int32{
 	"system-cluster-critical": 2000000000,
 }
 
-// notReadyTolerationSeconds is DefaultTolerationSeconds' default.
-const notReadyTolerationSeconds int64 = 300
+// notReadyTolerationSeconds is how long a pod stays on a board that is
+// unreachable or not ready before it is evicted, so its controller makes
+// it again elsewhere. Kubernetes' DefaultTolerationSeconds uses 300 s; a
+// board pulled from a Pi cluster is usually gone for good, and isle
+// notices in seconds, so isle waits 30 s.
+const notReadyTolerationSeconds int64 = 30
 
 const defaultServiceAccountName = "default"
 
@@ -52,7 +56,7 @@ func admitPriority(s *corev1.PodSpec) {
 }
 
 // admitTolerations adds the not-ready and unreachable NoExecute tolerations
-// of 300s unless the pod already tolerates those taints.
+// of notReadyTolerationSeconds unless the pod already tolerates those taints.
 func admitTolerations(s *corev1.PodSpec) {
 	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
 		if toleratesNoExecute(s.Tolerations, key) {

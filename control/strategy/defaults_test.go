@@ -48,8 +48,8 @@ func TestDefault(t *testing.T) {
 			    "priority": 0, "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
 			    "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
 			    "tolerations": [
-			      {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
-			      {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300}]}}`,
+			      {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 30},
+			      {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 30}]}}`,
 		},
 		{
 			name: "pod with ports probes resources volumes",
@@ -108,7 +108,7 @@ func TestDefault(t *testing.T) {
 			    "priority": 0, "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
 			    "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
 			    "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
-			      {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300}]}}`,
+			      {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 30}]}}`,
 		},
 		{
 			name:     "deployment minimal",

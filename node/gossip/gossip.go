@@ -28,6 +28,9 @@ import (
 // DefaultPort is the gossip port, TCP and UDP.
 const DefaultPort = 7946
 
+// anyPort asks for a port the kernel chooses (Discover's short-lived member).
+const anyPort = -1
+
 // Role is what a board does in the cluster.
 type Role string
 
@@ -155,8 +158,11 @@ func Start(cfg Config) (*Gossip, error) {
 	if len(cfg.Key) != 32 {
 		return nil, fmt.Errorf("gossip: key of %d bytes: want 32 (AES-256)", len(cfg.Key))
 	}
-	if cfg.Port == 0 {
+	switch cfg.Port {
+	case 0:
 		cfg.Port = DefaultPort
+	case anyPort:
+		cfg.Port = 0
 	}
 	t := LANTuning
 	if cfg.Tuning != nil {
@@ -207,7 +213,7 @@ func (g *Gossip) Join(addrs []string) (int, error) {
 	why := "nobody answered"
 	if err != nil {
 		// memberlist's multierror spans lines; one line per cause reads better in logs.
-		why = strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "1 error occurred:", "")), " ")
+		why = strings.Join(strings.Fields(strings.NewReplacer("1 error occurred:", "", "* ", "").Replace(err.Error())), " ")
 	}
 	return 0, fmt.Errorf("gossip: join %v: %s (is the address right, and is the token this cluster's? gossip under another token cannot be read)", addrs, why)
 }

@@ -212,9 +212,17 @@ func TestEncryptedOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Shutdown()
+	before := testutil.ToFloat64(a.metrics.undecryptable)
 	if n, err := plain.Join([]string{a.addr}); err == nil || n != 0 {
 		t.Fatalf("a plaintext member joined: %d, %v", n, err)
 	}
+	// The plaintext push-pull over TCP is counted on its own.
+	eventually(t, "plaintext stream counted", func() error {
+		if got := testutil.ToFloat64(a.metrics.undecryptable); got <= before {
+			return fmt.Errorf("undecryptable %v, not more than %v", got, before)
+		}
+		return nil
+	})
 	// Plaintext probes over UDP too.
 	conn, err := net.Dial("udp", a.addr)
 	if err != nil {
@@ -244,9 +252,12 @@ func TestEncryptedOnly(t *testing.T) {
 			t.Fatalf("a lists %s", m.Name)
 		}
 	}
-	if got := testutil.ToFloat64(wireBytes.WithLabelValues("sent", "udp")); got <= 0 {
-		t.Fatalf("no UDP bytes counted as sent: %v", got)
-	}
+	eventually(t, "probes counted as UDP bytes", func() error {
+		if got := testutil.ToFloat64(wireBytes.WithLabelValues("sent", "udp")); got <= 0 {
+			return fmt.Errorf("no UDP bytes counted as sent: %v", got)
+		}
+		return nil
+	})
 }
 
 func TestConfigValidation(t *testing.T) {
@@ -276,5 +287,32 @@ func TestConfigValidation(t *testing.T) {
 	k2 := key(t, "x")
 	if !bytes.Equal(k, k2) || bytes.Equal(k, key(t, "y")) {
 		t.Fatal("DeriveKey is not a function of the secret")
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	k := key(t, "s3cret")
+	a := start(t, "a", RoleServer, k)
+	b := start(t, "b", RoleAgent, k)
+	if _, err := b.Join([]string{a.addr}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b sees a", wantState(b.Gossip, "a", Alive))
+	got, err := Discover(lo, k, []string{b.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "a" || got[0].Role != RoleServer || got[1].Name != "b" {
+		t.Fatalf("discovered %+v", got)
+	}
+	// The discovering member is never listed as a board.
+	time.Sleep(300 * time.Millisecond)
+	for _, m := range a.Members() {
+		if m.Role != RoleServer && m.Role != RoleAgent {
+			t.Fatalf("a lists %+v", m)
+		}
+	}
+	if _, err := Discover(lo, key(t, "wrong"), []string{b.addr}); err == nil {
+		t.Fatal("discovered with another token's key")
 	}
 }

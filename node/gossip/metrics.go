@@ -93,10 +93,12 @@ type mlWriter struct {
 	m   *metrics
 }
 
+// undecryptableMarks, in lower case, are the parts of memberlist's log
+// lines about traffic not encrypted with this cluster's key.
 var undecryptableMarks = []string{
-	"Decrypt packet failed",
+	"decrypt packet failed",
 	"no installed keys could decrypt",
-	"Encryption is configured but remote state is not encrypted",
+	"encryption is configured but remote state is not encrypted",
 	"message authentication failed",
 }
 
@@ -112,8 +114,9 @@ func (w *mlWriter) Write(p []byte) (int, error) {
 	if i := strings.Index(line, "memberlist: "); i >= 0 {
 		line = line[i+len("memberlist: "):]
 	}
+	lower := strings.ToLower(line)
 	for _, mark := range undecryptableMarks {
-		if strings.Contains(line, mark) {
+		if strings.Contains(lower, mark) {
 			w.m.undecryptable.Inc()
 			level = slog.LevelDebug // counted; a stranger's traffic must not flood the log
 			break

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+type agentFlags struct {
+	join       []string
+	token      string
+	dataDir    string
+	name       string
+	address    string
+	gossipPort int
+	logLevel   string
+	nameGiven  bool
+}
+
+func newAgentCommand() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --join ADDR --token T",
+		Short: "Run a worker board: a node of the cluster",
+		Long: `Run a worker board: join the cluster and register this board as a Node.
+
+--join gives the address of any board of the cluster (server or agent; its
+gossip port 7946 if no port is given); the board finds the servers through
+it, checks their certificate against the CA hash in --token, and gets a node
+credential, kept in DATA-DIR. After that the same command line (or one
+without --join and --token) restarts the board: it rejoins through the
+servers it saw last.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.nameGiven = cmd.Flags().Changed("name")
+			return runAgent(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster; repeat or separate with commas for more")
+	fl.StringVar(&f.token, "token", "", "the cluster token (the first server printed it; it is in its DATA-DIR/token)")
+	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the board's credential and state")
+	fl.StringVar(&f.name, "name", "", "node name (default: the hostname)")
+	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
+	fl.IntVar(&f.gossipPort, "gossip-port", gossip.DefaultPort, "port of the gossip between boards (TCP and UDP)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func (f *agentFlags) validate() error {
+	if err := checkBoard(&f.name, f.address); err != nil {
+		return err
+	}
+	if f.gossipPort < 1 || f.gossipPort > 65535 {
+		return fmt.Errorf("--gossip-port %d: want a port from 1 to 65535", f.gossipPort)
+	}
+	return checkJoinAddrs(f.join)
+}
+
+func runAgent(ctx context.Context, f agentFlags) error {
+	if err := f.validate(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	log, err := newLogger(f.logLevel)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	addr := netip.MustParseAddr(f.address)
+
+	cred, joined, err := agent.LoadCredential(f.dataDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case joined && f.nameGiven && cred.Name != f.name:
+		return fmt.Errorf("agent: %s belongs to the node %q, not %q: use --name %s, or another --data-dir", f.dataDir, cred.Name, f.name, cred.Name)
+	case !joined:
+		if cred, err = joinAsAgent(ctx, f, addr, log); err != nil {
+			return err
+		}
+	}
+
+	facts, err := hw.Read()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	g, err := gossip.Start(gossip.Config{
+		Meta: gossip.Meta{Name: cred.Name, Role: gossip.RoleAgent, Arch: facts.Platform(), Version: version},
+		Addr: addr, Port: f.gossipPort, Key: cred.GossipKey, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer func() { _ = g.Leave(2 * time.Second) }()
+	seeds := append(append([]string{}, f.join...), cred.Servers...)
+	for attempt := 0; ; attempt++ {
+		if _, err = g.Join(seeds); err == nil {
+			break
+		}
+		if attempt%10 == 0 {
+			log.Warn("agent: no board answered gossip yet; retrying", "seeds", seeds, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
+	return agent.Run(ctx, agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
+		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log})
+}
+
+// joinAsAgent is a new board's first start: find the servers through any
+// board, get a node credential, and save it.
+func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.Logger) (agent.Credential, error) {
+	if f.token == "" || len(f.join) == 0 {
+		return agent.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --join ADDR (any board of the cluster) and --token T")
+	}
+	tok, err := pki.ParseToken(f.token)
+	if err != nil {
+		return agent.Credential{}, fmt.Errorf("agent: --token: %w", err)
+	}
+	key, err := gossip.DeriveKey(tok.Secret)
+	if err != nil {
+		return agent.Credential{}, fmt.Errorf("agent: %w", err)
+	}
+	found, err := gossip.DiscoverRetry(ctx, addr, key, f.join, log)
+	if err != nil {
+		return agent.Credential{}, fmt.Errorf("agent: join: %w", err)
+	}
+	jctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), bootstrap.JoinRequest{Name: f.name, Role: gossip.RoleAgent}, "")
+	if err != nil {
+		return agent.Credential{}, fmt.Errorf("agent: %w", err)
+	}
+	var servers []string
+	for _, m := range found {
+		if m.Role == gossip.RoleServer {
+			servers = append(servers, m.Addr.String())
+		}
+	}
+	cred := agent.Credential{Name: f.name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: resp.GossipKey, Servers: servers}
+	if err := cred.Save(f.dataDir); err != nil {
+		return cred, err
+	}
+	return cred, nil
+}

@@ -1,0 +1,203 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/node/gossip"
+	"github.com/isle-cluster/isle/raft"
+)
+
+const membersPath = bootstrap.MembersPath
+
+// voters is how many servers vote in the store; further servers are
+// standbys (raft learners) that take a removed voter's place.
+const voters = 3
+
+// membership joins the two views of the boards: the gossip (every board,
+// alive or not) and the store's members (servers).
+type membership struct {
+	node   *raft.Node
+	gossip *gossip.Gossip
+	store  *registry.Store
+	log    *slog.Logger
+	// removeDeadAfter removes a voter whose board has been dead this long
+	// (0: never; an administrator removes it).
+	removeDeadAfter time.Duration
+}
+
+func (m *membership) list() []bootstrap.MemberInfo {
+	byName := map[string]*bootstrap.MemberInfo{}
+	var out []*bootstrap.MemberInfo
+	for _, g := range m.gossip.Members() {
+		mi := &bootstrap.MemberInfo{Name: g.Name, Role: g.Role, State: g.State, Since: g.Since, Address: g.Addr.Addr().String(),
+			Arch: g.Arch, Version: g.Version}
+		byName[g.Name] = mi
+		out = append(out, mi)
+	}
+	lead := m.node.Leader()
+	for _, r := range m.node.Members() {
+		mi, ok := byName[r.Name]
+		if !ok {
+			mi = &bootstrap.MemberInfo{Name: r.Name, Role: gossip.RoleServer}
+			out = append(out, mi)
+		}
+		mi.RaftID = fmt.Sprintf("%x", r.ID)
+		switch {
+		case r.ID == lead:
+			mi.Raft = "leader"
+		case r.Learner:
+			mi.Raft = "learner"
+		default:
+			mi.Raft = "voter"
+		}
+	}
+	slices.SortFunc(out, func(a, b *bootstrap.MemberInfo) int { return compareStrings(a.Name, b.Name) })
+	res := make([]bootstrap.MemberInfo, len(out))
+	for i, mi := range out {
+		res[i] = *mi
+	}
+	return res
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (m *membership) serveRemove(ctx context.Context, w http.ResponseWriter, name string) {
+	err := m.remove(ctx, name)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, errNoSuchBoard):
+		httpError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, raft.ErrRefused):
+		httpError(w, http.StatusConflict, err.Error())
+	default:
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+	}
+}
+
+var errNoSuchBoard = errors.New("no such board")
+
+// remove takes a board out of the cluster: its store membership (refused
+// when that would lose the quorum), its credential (so its name is free),
+// its Node object, and what gossip remembers of it.
+func (m *membership) remove(ctx context.Context, name string) error {
+	found := false
+	for _, r := range m.node.Members() {
+		if r.Name == name {
+			if err := m.node.RemoveMember(ctx, r.ID); err != nil {
+				return fmt.Errorf("remove %s: %w", name, err)
+			}
+			found = true
+		}
+	}
+	if _, ok, _ := m.node.KV().Get(nodeNamePrefix + name); ok {
+		found = true
+		if err := forgetNode(ctx, m.node, name); err != nil {
+			return fmt.Errorf("remove %s: %w", name, err)
+		}
+	}
+	nodes, _ := m.store.Resources().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "nodes"})
+	if _, _, err := m.store.Delete(ctx, nodes, "", name, metav1.DeleteOptions{}); err == nil {
+		found = true
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove %s: delete its Node: %w", name, err)
+	}
+	for _, g := range m.gossip.Members() {
+		if g.Name == name {
+			found = true
+		}
+	}
+	m.gossip.Forget(name)
+	if !found {
+		return fmt.Errorf("remove %s: %w", name, errNoSuchBoard)
+	}
+	m.log.Info("cluster: board removed", "name", name)
+	return nil
+}
+
+// maintain runs on the leader: it keeps three voters by promoting standby
+// servers that have caught up, and, when asked to, removes voters whose
+// boards have been dead too long.
+func (m *membership) maintain(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if m.removeDeadAfter > 0 {
+			m.removeDead(ctx)
+		}
+		m.promoteStandby(ctx)
+	}
+}
+
+func (m *membership) promoteStandby(ctx context.Context) {
+	members := m.node.Members()
+	n := 0
+	for _, r := range members {
+		if !r.Learner {
+			n++
+		}
+	}
+	if n >= voters {
+		return
+	}
+	alive := map[string]bool{}
+	for _, g := range m.gossip.Members() {
+		alive[g.Name] = g.State == gossip.Alive
+	}
+	for _, r := range members {
+		if !r.Learner || !alive[r.Name] {
+			continue
+		}
+		if err := m.node.Promote(ctx, r.ID); err != nil {
+			m.log.Debug("cluster: standby not promoted yet", "name", r.Name, "err", err)
+			continue
+		}
+		m.log.Info("cluster: standby server promoted to voter", "name", r.Name, "voters", n+1)
+		return
+	}
+}
+
+func (m *membership) removeDead(ctx context.Context) {
+	dead := map[string]time.Time{}
+	for _, g := range m.gossip.Members() {
+		if g.State == gossip.Dead {
+			dead[g.Name] = g.Since
+		}
+	}
+	for _, r := range m.node.Members() {
+		since, ok := dead[r.Name]
+		if !ok || r.ID == m.node.ID() || time.Since(since) < m.removeDeadAfter {
+			continue
+		}
+		if err := m.node.RemoveMember(ctx, r.ID); err != nil {
+			m.log.Warn("cluster: dead server not removed", "name", r.Name, "dead for", time.Since(since).Round(time.Second), "err", err)
+			continue
+		}
+		m.log.Warn("cluster: dead server removed from the store", "name", r.Name, "dead for", time.Since(since).Round(time.Second))
+	}
+}

@@ -1,0 +1,428 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// board is one isle process with its own loopback address (127.0.0.x) and
+// the default ports, as a board on a LAN has.
+type board struct {
+	name, role, addr string
+	bin, dir         string
+	args             []string // the command line after the subcommand
+	cmd              *exec.Cmd
+	logPath          string
+	exited           chan struct{}
+}
+
+func (b *board) start(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.cmd = exec.Command(b.bin, append([]string{b.role}, b.args...)...)
+	b.cmd.Stdout, b.cmd.Stderr = f, f
+	if err := b.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", b.name, err)
+	}
+	f.Close()
+	b.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(b.cmd, b.exited)
+}
+
+func (b *board) kill(t *testing.T) {
+	t.Helper()
+	if b.cmd == nil {
+		return
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-b.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not die after SIGKILL", b.name)
+	}
+	b.cmd = nil
+}
+
+func (b *board) logTail() string {
+	data, _ := os.ReadFile(b.logPath)
+	if len(data) > 3000 {
+		data = data[len(data)-3000:]
+	}
+	return string(data)
+}
+
+type boards struct {
+	t     *testing.T
+	bin   string
+	logs  string
+	all   []*board
+	token string
+}
+
+func (bs *boards) add(name, role, addr string, args ...string) *board {
+	b := &board{name: name, role: role, addr: addr, bin: bs.bin, dir: bs.t.TempDir(), logPath: filepath.Join(bs.logs, name+".log")}
+	b.args = append([]string{"--name", name, "--address", addr, "--data-dir", b.dir}, args...)
+	if role == "server" {
+		b.args = append(b.args, "--store-addr", addr+":6444")
+	}
+	bs.all = append(bs.all, b)
+	b.start(bs.t)
+	return b
+}
+
+// run runs isle to completion (a join that must fail, say).
+func (bs *boards) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bs.bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestTenBoards runs three servers and seven agents as processes on
+// loopback, each with its own address: joining with the token through any
+// board, refusals, liveness of killed boards in their Nodes, standby
+// servers, removal, and encryption of the gossip.
+func TestTenBoards(t *testing.T) {
+	bin := isleBinary(t)
+	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
+	t.Cleanup(func() {
+		for _, b := range bs.all {
+			b.kill(t)
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
+			}
+		}
+	})
+
+	s1 := bs.add("s1", "server", "127.0.0.11", "--init")
+	waitFor(t, 20*time.Second, "the token", func() bool {
+		tok, err := os.ReadFile(filepath.Join(s1.dir, "token"))
+		bs.token = strings.TrimSpace(string(tok))
+		return err == nil && bs.token != ""
+	})
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if out, err := bs.run("kubeconfig", "--data-dir", s1.dir, "-o", kc); err != nil {
+		t.Fatalf("kubeconfig: %v\n%s", err, out)
+	}
+	cs := kubeClient(t, kc)
+
+	// The servers join through s1; each agent through the board before it,
+	// so most join through an agent.
+	bs.add("s2", "server", "127.0.0.12", "--join", "127.0.0.11", "--token", bs.token)
+	waitNodes(t, cs, "s1 and s2 Ready", func(n map[string]*corev1.Node) bool { return ready(n["s1"]) && ready(n["s2"]) })
+	s3 := bs.add("s3", "server", "127.0.0.13", "--join", "127.0.0.12", "--token", bs.token)
+	prev := "127.0.0.13"
+	for i := 1; i <= 7; i++ {
+		addr := fmt.Sprintf("127.0.0.%d", 20+i)
+		bs.add(fmt.Sprintf("a%d", i), "agent", addr, "--join", prev, "--token", bs.token)
+		prev = addr
+	}
+	waitNodes(t, cs, "ten Ready nodes", func(n map[string]*corev1.Node) bool {
+		count := 0
+		for _, node := range n {
+			if ready(node) && node.Spec.PodCIDR != "" {
+				count++
+			}
+		}
+		return count == 10
+	})
+	members := memberList(t, bs, s1)
+	if len(members) != 10 {
+		t.Fatalf("member list has %d boards, want 10: %+v", len(members), members)
+	}
+	voters := 0
+	for _, m := range members {
+		if m.State != "alive" {
+			t.Errorf("%s is %s", m.Name, m.State)
+		}
+		if m.Raft == "leader" || m.Raft == "voter" {
+			voters++
+		}
+	}
+	if voters != 3 {
+		t.Fatalf("%d voters, want 3", voters)
+	}
+	nodes := nodeMap(t, cs)
+	if n := nodes["a3"]; n.Labels["kubernetes.io/arch"] == "" || n.Labels["isle.dev/role"] != "agent" || n.Status.Addresses[0].Address != "127.0.0.23" {
+		t.Fatalf("a3's Node: labels %v, addresses %v", n.Labels, n.Status.Addresses)
+	}
+	if _, ok := nodes["s3"].Labels["node-role.kubernetes.io/control-plane"]; !ok {
+		t.Fatalf("s3 is not labelled control-plane: %v", nodes["s3"].Labels)
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		parts := strings.Split(bs.token, "::")
+		wrongSecret := parts[0] + "::" + parts[1] + "::" + strings.Repeat("x", len(parts[2]))
+		wrongCA := parts[0] + "::" + strings.Repeat("0", len(parts[1])) + "::" + parts[2]
+		cases := []struct {
+			name, token, want string
+		}{
+			{"wrong token", wrongSecret, "is the token this cluster's"},
+			{"wrong CA hash", wrongCA, "not a server of the cluster this token belongs to"},
+			{"duplicate name", bs.token, `a board named "a3" is already in the cluster`},
+		}
+		for i, tc := range cases {
+			name := "x" + fmt.Sprint(i)
+			if tc.name == "duplicate name" {
+				name = "a3"
+			}
+			out, err := bs.run("agent", "--name", name, "--address", "127.0.0.40", "--data-dir", t.TempDir(), "--join", "127.0.0.21", "--token", tc.token)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("%s: %v, output:\n%s\nwant an error with %q", tc.name, err, out, tc.want)
+			}
+		}
+		// The refused duplicate is reported on the server's side too.
+		waitFor(t, 10*time.Second, "a server logs the refused name", func() bool {
+			for _, b := range bs.all[:3] {
+				if strings.Contains(b.logTail(), `join refused: the name belongs to another board" name=a3`) {
+					return true
+				}
+			}
+			return false
+		})
+		if n := nodeMap(t, cs); !ready(n["a3"]) {
+			t.Fatal("a3 suffered from the refused duplicate")
+		}
+	})
+
+	t.Run("plaintext gossip sees no one", func(t *testing.T) {
+		var logs bytes.Buffer
+		mc := memberlist.DefaultLANConfig()
+		mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "plain", "127.0.0.41", 7946, "127.0.0.41"
+		mc.Logger = log.New(&logs, "", 0)
+		plain, err := memberlist.Create(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer plain.Shutdown()
+		if n, err := plain.Join([]string{"127.0.0.11:7946", "127.0.0.22:7946"}); err == nil || n != 0 {
+			t.Fatalf("a plaintext member joined %d boards (%v)", n, err)
+		}
+		if n := len(plain.Members()); n != 1 {
+			t.Fatalf("the plaintext member sees %d members", n)
+		}
+		if v := scrape(t, kc, "isle_gossip_undecryptable_total"); v < 1 {
+			t.Fatalf("isle_gossip_undecryptable_total = %v after a plaintext join", v)
+		}
+	})
+
+	t.Run("kill and restart an agent and a server", func(t *testing.T) {
+		var a4 *board
+		for _, b := range bs.all {
+			if b.name == "a4" {
+				a4 = b
+			}
+		}
+		a4.kill(t)
+		s3.kill(t)
+		waitNodes(t, cs, "a4 and s3 NotReady and tainted unreachable", func(n map[string]*corev1.Node) bool {
+			return unreachable(n["a4"]) && unreachable(n["s3"])
+		})
+		n := nodeMap(t, cs)
+		if c := readyCondition(n["a4"]); c.Reason != "NodeStatusUnknown" || !strings.Contains(c.Message, "gossip") {
+			t.Fatalf("a4's Ready condition: %+v", c)
+		}
+		for _, name := range []string{"a1", "a5", "s1", "s2"} {
+			if !ready(n[name]) {
+				t.Fatalf("%s is not Ready while a4 and s3 are down", name)
+			}
+		}
+		// Restarted with their data directories: same names, new
+		// incarnations, accepted without the token.
+		a4.args = slicesWithout(a4.args, "--join", "--token")
+		a4.start(t)
+		s3.start(t)
+		waitNodes(t, cs, "a4 and s3 Ready again, untainted", func(n map[string]*corev1.Node) bool {
+			return ready(n["a4"]) && len(n["a4"].Spec.Taints) == 0 && ready(n["s3"]) && len(n["s3"].Spec.Taints) == 0
+		})
+	})
+
+	t.Run("standby server and removal", func(t *testing.T) {
+		bs.add("s4", "server", "127.0.0.14", "--join", "127.0.0.25", "--token", bs.token)
+		waitFor(t, 30*time.Second, "s4 a learner", func() bool { return raftOf(memberList(t, bs, s1), "s4") == "learner" })
+		// With s3 down, removing s2 would leave one active voter of two.
+		s3.kill(t)
+		waitFor(t, 15*time.Second, "s3 dead in gossip", func() bool { return stateOf(memberList(t, bs, s1), "s3") == "dead" })
+		if out, err := bs.run("member", "remove", "s2", "--data-dir", s1.dir); err == nil || !strings.Contains(out, "quorum") {
+			t.Fatalf("removing s2 with s3 down: %v\n%s", err, out)
+		}
+		if out, err := bs.run("member", "remove", "s3", "--data-dir", s1.dir); err != nil {
+			t.Fatalf("remove s3: %v\n%s", err, out)
+		}
+		waitFor(t, 30*time.Second, "s4 promoted to voter", func() bool {
+			r := raftOf(memberList(t, bs, s1), "s4")
+			return r == "voter" || r == "leader"
+		})
+		waitNodes(t, cs, "s3's Node gone", func(n map[string]*corev1.Node) bool { _, ok := n["s3"]; return !ok })
+		// Its name is free again: a new board may take it.
+		bs.add("s3", "agent", "127.0.0.33", "--join", "127.0.0.14", "--token", bs.token)
+		waitNodes(t, cs, "the new s3 Ready", func(n map[string]*corev1.Node) bool {
+			return ready(n["s3"]) && n["s3"].Labels["isle.dev/role"] == "agent"
+		})
+		if out, err := bs.run("member", "remove", "nobody", "--data-dir", s1.dir); err == nil || !strings.Contains(out, "no such board") {
+			t.Fatalf("removing an unknown board: %v\n%s", err, out)
+		}
+	})
+}
+
+func slicesWithout(args []string, flags ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		skip := false
+		for _, f := range flags {
+			if args[i] == f {
+				skip = true
+			}
+		}
+		if skip {
+			i++ // and its value
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+type memberInfo struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Raft  string `json:"raft"`
+}
+
+func memberList(t *testing.T, bs *boards, server *board) []memberInfo {
+	t.Helper()
+	out, err := bs.run("member", "list", "-o", "json", "--data-dir", server.dir)
+	if err != nil {
+		t.Fatalf("member list: %v\n%s", err, out)
+	}
+	var ms []memberInfo
+	if err := json.Unmarshal([]byte(out), &ms); err != nil {
+		t.Fatalf("member list: %v\n%s", err, out)
+	}
+	return ms
+}
+
+func raftOf(ms []memberInfo, name string) string {
+	for _, m := range ms {
+		if m.Name == name {
+			return m.Raft
+		}
+	}
+	return ""
+}
+
+func stateOf(ms []memberInfo, name string) string {
+	for _, m := range ms {
+		if m.Name == name {
+			return m.State
+		}
+	}
+	return ""
+}
+
+func kubeClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func nodeMap(t *testing.T, cs *kubernetes.Clientset) map[string]*corev1.Node {
+	t.Helper()
+	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]*corev1.Node{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+func waitNodes(t *testing.T, cs *kubernetes.Clientset, what string, cond func(map[string]*corev1.Node) bool) {
+	t.Helper()
+	waitFor(t, 60*time.Second, what, func() bool {
+		n := nodeMap(t, cs)
+		return n != nil && cond(n)
+	})
+}
+
+func readyCondition(n *corev1.Node) corev1.NodeCondition {
+	if n != nil {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c
+			}
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+func ready(n *corev1.Node) bool { return readyCondition(n).Status == corev1.ConditionTrue }
+
+func unreachable(n *corev1.Node) bool {
+	if readyCondition(n).Status != corev1.ConditionUnknown {
+		return false
+	}
+	effects := map[corev1.TaintEffect]bool{}
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == corev1.TaintNodeUnreachable {
+			effects[tn.Effect] = true
+		}
+	}
+	return effects[corev1.TaintEffectNoSchedule] && effects[corev1.TaintEffectNoExecute]
+}
+
+// scrape reads a counter summed over its series from a server's /metrics.
+func scrape(t *testing.T, kubeconfig, name string) float64 {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	var sum float64
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			var v float64
+			if _, err := fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}

@@ -1,0 +1,226 @@
+// Package agent is the node agent of a board (every board, servers too):
+// it registers the board's Node through the Kubernetes API, keeps the
+// Node's status its own, and talks to whichever server is alive, learning
+// the servers from gossip. Running pods, the Pod network, Services and
+// volumes come in later parts of this package's directory.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// Config configures an agent.
+type Config struct {
+	Credential Credential
+	Role       gossip.Role
+	// Address is the board's IP, its Node's InternalIP.
+	Address string
+	DataDir string
+	// Gossip is the board's started member.
+	Gossip *gossip.Gossip
+	// Fallback API addresses, used until gossip knows a server.
+	Fallback    []string
+	KubeVersion string
+	Logger      *slog.Logger
+}
+
+// Agent is a running node agent.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	facts   hw.Facts
+	servers *servers
+	client  *kubernetes.Clientset
+}
+
+// Run registers the board's Node and keeps it until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := cfg.Credential.validate(); err != nil {
+		return fmt.Errorf("agent: credential: %w", err)
+	}
+	facts, err := hw.Read()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts,
+		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback}}
+	if a.client, err = newClient(cfg.Credential, a.servers); err != nil {
+		return err
+	}
+	if err := retry(ctx, a.log, "register the Node", a.register); err != nil {
+		return err
+	}
+	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
+		"memory", facts.Memory)
+	return a.run(ctx)
+}
+
+// retry calls f until it succeeds or ctx ends, backing off to 5 s.
+func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error) error {
+	backoff := 200 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		log.Warn("agent: failed to "+what+"; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// register creates the board's Node, or takes over the one it had before
+// (same name, same credential), with labels and status of this board.
+func (a *Agent) register(ctx context.Context) error {
+	name := a.cfg.Credential.Name
+	nodes := a.client.CoreV1().Nodes()
+	labels := nodeLabels(name, a.cfg.Role, a.facts)
+	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		if a.facts.Model != "" {
+			n.Annotations = map[string]string{AnnotationModel: a.facts.Model}
+		}
+		if n, err = nodes.Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create Node %s: %w", name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("create Node %s: created meanwhile; again", name)
+		}
+	case err != nil:
+		return fmt.Errorf("get Node %s: %w", name, err)
+	default:
+		changed := false
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			if cur, ok := n.Labels[k]; !ok || cur != v {
+				n.Labels[k], changed = v, true
+			}
+		}
+		if changed {
+			if n, err = nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("update Node %s labels: %w", name, err)
+			}
+		}
+	}
+	return a.postStatus(ctx, n)
+}
+
+// postStatus writes the agent's view of n's status if it differs.
+func (a *Agent) postStatus(ctx context.Context, n *corev1.Node) error {
+	n = n.DeepCopy()
+	want := nodeStatus(a.cfg.Address, n.Name, a.cfg.KubeVersion, a.facts, a.cfg.DataDir, time.Now())
+	if !applyStatus(n, want) {
+		return nil
+	}
+	if _, err := a.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update Node %s status: %w", n.Name, err)
+	}
+	return nil
+}
+
+// run watches the board's own Node (its pod CIDR goes into gossip; a Ready
+// condition that the control plane marked Unknown while the board was
+// unreachable is posted again) and keeps the saved server list current.
+func (a *Agent) run(ctx context.Context) error {
+	name := a.cfg.Credential.Name
+	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
+	inf := factory.Core().V1().Nodes().Informer()
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
+		return fmt.Errorf("agent: watch Node: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	lister := factory.Core().V1().Nodes().Lister()
+
+	for {
+		changed := a.cfg.Gossip.Changed()
+		a.saveServers()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-kick:
+			n, err := lister.Get(name)
+			if apierrors.IsNotFound(err) {
+				// Deleted by an administrator (`kubectl delete node`):
+				// register again, as a kubelet does.
+				_ = retry(ctx, a.log, "register the Node again", a.register)
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			a.follow(ctx, n)
+		}
+	}
+}
+
+func (a *Agent) follow(ctx context.Context, n *corev1.Node) {
+	if cidr := n.Spec.PodCIDR; cidr != "" && cidr != a.cfg.Gossip.Self().PodCIDR {
+		if err := a.cfg.Gossip.UpdateMeta(func(m *gossip.Meta) { m.PodCIDR = cidr }); err != nil {
+			a.log.Warn("agent: pod CIDR not announced", "err", err)
+		} else {
+			a.log.Info("agent: pod CIDR assigned", "cidr", cidr)
+		}
+	}
+	if !readyByAgent(n) {
+		if err := a.postStatus(ctx, n); err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Warn("agent: status not posted", "err", err)
+		} else {
+			a.log.Info("agent: Ready posted again")
+		}
+	}
+}
+
+// saveServers records the servers' gossip addresses when they change, so
+// the board finds the cluster after a reboot.
+func (a *Agent) saveServers() {
+	var addrs []string
+	for _, m := range a.cfg.Gossip.Servers() {
+		addrs = append(addrs, net.JoinHostPort(m.Addr.Addr().String(), strconv.Itoa(int(m.Addr.Port()))))
+	}
+	cred, changed := a.cfg.Credential.withServers(addrs)
+	if !changed {
+		return
+	}
+	if err := cred.Save(a.cfg.DataDir); err != nil {
+		a.log.Warn("agent: server list not saved", "err", err)
+		return
+	}
+	a.cfg.Credential = cred
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// APIServerName is the name every server's certificate carries, so a board
+// can verify whichever server it reaches.
+const APIServerName = "kubernetes.default.svc"
+
+// servers picks the API server a board talks to: the alive servers in
+// gossip, the last one that worked first. A board needs no load balancer:
+// when its server dies, the next connection goes to another.
+type servers struct {
+	g *gossip.Gossip
+	// fallback is used while gossip knows no server (a board that has just
+	// started): the addresses it joined through.
+	fallback []string
+
+	mu   sync.Mutex
+	last string
+}
+
+func (s *servers) candidates() []string {
+	var addrs []string
+	for _, m := range s.g.Servers() {
+		if m.API != "" && m.State == gossip.Alive {
+			addrs = append(addrs, m.API)
+		}
+	}
+	if len(addrs) == 0 {
+		addrs = slices.Clone(s.fallback)
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	if i := slices.Index(addrs, last); i > 0 {
+		addrs[0], addrs[i] = addrs[i], addrs[0]
+	}
+	return addrs
+}
+
+// dial connects to the first server that answers.
+func (s *servers) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	addrs := s.candidates()
+	if len(addrs) == 0 {
+		return nil, errors.New("agent: no API server known yet")
+	}
+	var errs []error
+	d := net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, network, a)
+		if err == nil {
+			s.mu.Lock()
+			s.last = a
+			s.mu.Unlock()
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("agent: no API server answered: %w", errors.Join(errs...))
+}
+
+// current is the server last dialled.
+func (s *servers) current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// newClient is a Kubernetes client authenticated by the node credential,
+// verifying servers by the cluster CA, over connections from s.
+func newClient(cred Credential, s *servers) (*kubernetes.Clientset, error) {
+	cfg := &rest.Config{
+		Host:            "https://" + APIServerName,
+		BearerToken:     cred.NodeToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: APIServerName},
+		Dial:            s.dial,
+		UserAgent:       "isle-agent/" + cred.Name,
+		QPS:             20,
+		Burst:           40,
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent: API client: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,118 @@
+package bootstrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// server is a TLS server with a certificate of ca answering the join.
+func server(t *testing.T, ca *pki.CA, h http.HandlerFunc) string {
+	t.Helper()
+	certPEM, keyPEM, err := ca.IssueServing("s", nil, []net.IP{net.ParseIP("127.0.0.1")}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pki.ServerConfig(ca, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.TLS = cfg
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "https://")
+}
+
+func TestJoin(t *testing.T) {
+	ca, err := pki.NewCA("cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.NewCA("another cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := pki.NewToken(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	answer := func(code int, body any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			asked = append(asked, r.Host)
+			if r.Header.Get("Authorization") != "Bearer "+tok.Secret || r.URL.Path != JoinPath {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			var req JoinRequest
+			if json.NewDecoder(r.Body).Decode(&req) != nil || req.Name != "pi" || req.Role != gossip.RoleAgent || r.Header.Get(CredentialHeader) != "old" {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(body)
+		}
+	}
+	good := server(t, ca, answer(200, JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"}))
+	down := server(t, ca, answer(503, map[string]string{"error": "no leader"}))
+	taken := server(t, ca, answer(409, map[string]string{"error": "a board named \"pi\" is already in the cluster"}))
+	liar := server(t, ca, answer(200, JoinResponse{CACert: other.CertPEM}))
+	stranger := server(t, other, answer(200, JoinResponse{CACert: other.CertPEM}))
+
+	req := JoinRequest{Name: "pi", Role: gossip.RoleAgent}
+	c := NewClient(tok)
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		addrs   []string
+		want    string // error substring; "" for success
+		refused bool
+		asked   int
+	}{
+		{"first answers", []string{good, down}, "", false, 1},
+		{"the next server after one without a leader", []string{down, good}, "", false, 2},
+		{"a refusal is final", []string{taken, good}, "already in the cluster", true, 1},
+		{"a CA that is not the token's", []string{liar}, "not the token's", false, 1},
+		{"another cluster's server", []string{stranger}, "not a server of the cluster this token belongs to", false, 0},
+		{"nobody", nil, "no server known", false, 0},
+	}
+	for _, tc := range cases {
+		asked = nil
+		resp, err := c.Join(ctx, tc.addrs, req, "old")
+		switch {
+		case tc.want == "" && (err != nil || resp.NodeToken != "n.t"):
+			t.Errorf("%s: %+v, %v", tc.name, resp, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+		var refused *Refused
+		if errors.As(err, &refused) != tc.refused {
+			t.Errorf("%s: refused %v, want %v", tc.name, errors.As(err, &refused), tc.refused)
+		}
+		if len(asked) != tc.asked {
+			t.Errorf("%s: %d servers asked, want %d", tc.name, len(asked), tc.asked)
+		}
+	}
+}
+
+func TestAPIAddrs(t *testing.T) {
+	ms := []gossip.Member{
+		{Meta: gossip.Meta{Name: "s1", Role: gossip.RoleServer, API: "10.0.0.1:6443"}, State: gossip.Alive},
+		{Meta: gossip.Meta{Name: "s2", Role: gossip.RoleServer, API: "10.0.0.2:6443"}, State: gossip.Dead},
+		{Meta: gossip.Meta{Name: "s3", Role: gossip.RoleServer, API: "10.0.0.3:6443"}, State: gossip.Suspect},
+		{Meta: gossip.Meta{Name: "a1", Role: gossip.RoleAgent}, State: gossip.Alive},
+	}
+	if got := strings.Join(APIAddrs(ms), ","); got != "10.0.0.1:6443,10.0.0.3:6443" {
+		t.Fatalf("APIAddrs: %s", got)
+	}
+}
