@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static
 
-.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -61,6 +61,9 @@ test-long: ## the linearizability checker over many more seeds
 
 bench-store: setup build ## isle vs etcd: 3 members each on loopback, 1/16/64 writers, idle writes
 	$(GO) run ./raft/storebench -isle $(OUT)/isle
+
+bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, idle disk writes, gossip traffic (IDLE=10m TRIALS=20)
+	$(GO) run ./node/membench -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle

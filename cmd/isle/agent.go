@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/isle-cluster/isle/control/apiserver"
@@ -22,14 +27,15 @@ import (
 )
 
 type agentFlags struct {
-	join       []string
-	token      string
-	dataDir    string
-	name       string
-	address    string
-	gossipPort int
-	logLevel   string
-	nameGiven  bool
+	join        []string
+	token       string
+	dataDir     string
+	name        string
+	address     string
+	gossipPort  int
+	logLevel    string
+	metricsAddr string
+	nameGiven   bool
 }
 
 func newAgentCommand() *cobra.Command {
@@ -59,6 +65,7 @@ servers it saw last.`,
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
 	fl.IntVar(&f.gossipPort, "gossip-port", gossip.DefaultPort, "port of the gossip between boards (TCP and UDP)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "address (host:port) to serve Prometheus /metrics on, such as 127.0.0.1:10249; empty: off")
 	return cmd
 }
 
@@ -68,6 +75,11 @@ func (f *agentFlags) validate() error {
 	}
 	if f.gossipPort < 1 || f.gossipPort > 65535 {
 		return fmt.Errorf("--gossip-port %d: want a port from 1 to 65535", f.gossipPort)
+	}
+	if f.metricsAddr != "" {
+		if _, port, err := net.SplitHostPort(f.metricsAddr); err != nil || port == "" || port == "0" {
+			return fmt.Errorf("--metrics-addr %q: want host:port with a fixed port", f.metricsAddr)
+		}
 	}
 	return checkJoinAddrs(f.join)
 }
@@ -101,12 +113,25 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g, err := gossip.Start(gossip.Config{
 		Meta: gossip.Meta{Name: cred.Name, Role: gossip.RoleAgent, Arch: facts.Platform(), Version: version},
-		Addr: addr, Port: f.gossipPort, Key: cred.GossipKey, Logger: log,
+		Addr: addr, Port: f.gossipPort, Key: cred.GossipKey, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
+	}
+	if f.metricsAddr != "" {
+		lis, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("agent: --metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(lis) }()
+		defer srv.Close()
 	}
 	defer func() { _ = g.Leave(2 * time.Second) }()
 	seeds := append(append([]string{}, f.join...), cred.Servers...)
