@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static
 
-.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership bench-scheduler demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -67,6 +67,9 @@ bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, id
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle
+
+bench-scheduler: setup build ## one isle server: 5,000 pending Pods placed on 100 Nodes, a 100-replica Deployment bound, raft writes per Pod
+	$(GO) run ./control/scheduler/schedbench -isle $(OUT)/isle
 
 demo: setup build ## start a three-member store on loopback and show it working; installs what it needs
 	./deploy/demo.sh start

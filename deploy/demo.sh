@@ -91,7 +91,7 @@ start)
   k 0 get nodes -o wide
   k 0 apply -f "$ROOT/deploy/examples/hello.yaml"
   k 0 get deploy,rs,pod,svc,ingress,pvc,hpa -A
-  echo "(the controllers made the ReplicaSet and its pods; they stay Pending until the scheduler and the node agent come)"
+  echo "(the controllers made the ReplicaSet and its pods and the scheduler placed them on the Nodes; nothing runs them until the node agent's runtime comes)"
 
   lead=$(leader_index)
   other=$(((lead + 1) % 3))

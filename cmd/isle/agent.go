@@ -35,6 +35,7 @@ type agentFlags struct {
 	gossipPort  int
 	logLevel    string
 	metricsAddr string
+	mdns        bool
 	nameGiven   bool
 }
 
@@ -46,8 +47,9 @@ func newAgentCommand() *cobra.Command {
 		Long: `Run a worker board: join the cluster and register this board as a Node.
 
 --join gives the address of any board of the cluster (server or agent; its
-gossip port 7946 if no port is given); the board finds the servers through
-it, checks their certificate against the CA hash in --token, and gets a node
+gossip port 7946 if no port is given); without it, the board asks its LAN by
+multicast DNS for boards of the token's cluster. It finds the servers through
+them, checks their certificate against the CA hash in --token, and gets a node
 credential, kept in DATA-DIR. After that the same command line (or one
 without --join and --token) restarts the board: it rejoins through the
 servers it saw last.`,
@@ -65,6 +67,7 @@ servers it saw last.`,
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
 	fl.IntVar(&f.gossipPort, "gossip-port", gossip.DefaultPort, "port of the gossip between boards (TCP and UDP)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.BoolVar(&f.mdns, "mdns", true, "find the cluster (without --join) and advertise it by multicast DNS on the LAN interface of --address")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "address (host:port) to serve Prometheus /metrics on, such as 127.0.0.1:10249; empty: off")
 	return cmd
 }
@@ -134,6 +137,15 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		defer srv.Close()
 	}
 	defer func() { _ = g.Leave(2 * time.Second) }()
+	if f.mdns {
+		ca, err := pki.ParseCertPEM(cred.CACert)
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		if stop := gossip.AdvertiseOnLAN(cred.Name, addr, f.gossipPort, pki.CAHash(ca), log); stop != nil {
+			defer stop()
+		}
+	}
 	seeds := append(append([]string{}, f.join...), cred.Servers...)
 	for attempt := 0; ; attempt++ {
 		if _, err = g.Join(seeds); err == nil {
@@ -156,12 +168,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 // joinAsAgent is a new board's first start: find the servers through any
 // board, get a node credential, and save it.
 func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.Logger) (agent.Credential, error) {
-	if f.token == "" || len(f.join) == 0 {
-		return agent.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --join ADDR (any board of the cluster) and --token T")
+	if f.token == "" {
+		return agent.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
 	}
 	tok, err := pki.ParseToken(f.token)
 	if err != nil {
 		return agent.Credential{}, fmt.Errorf("agent: --token: %w", err)
+	}
+	if len(f.join) == 0 {
+		if !f.mdns {
+			return agent.Credential{}, errors.New("agent: no --join given and --mdns is off: give --join ADDR of any board of the cluster")
+		}
+		if f.join, err = gossip.FindOnLAN(ctx, addr, tok.CAHash, log); err != nil {
+			return agent.Credential{}, fmt.Errorf("agent: %w", err)
+		}
 	}
 	key, err := gossip.DeriveKey(tok.Secret)
 	if err != nil {

@@ -27,6 +27,8 @@ type serverFlags struct {
 	gossipPort      int
 	removeDeadAfter time.Duration
 	nodeGrace       time.Duration
+	mdns            bool
+	vip             string
 	dataDir         string
 	name            string
 	address         string
@@ -66,6 +68,8 @@ ignored, so the same command line works after a reboot.`,
 	fl.IntVar(&f.apiPort, "api-port", 6443, "port of the Kubernetes API (HTTPS)")
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
 	fl.IntVar(&f.gossipPort, "gossip-port", 7946, "port of the gossip between boards (TCP and UDP)")
+	fl.StringVar(&f.vip, "vip", "", "a free IPv4 address on the boards' LAN that the store leader holds (announced by gratuitous ARP) and serves the API on: one kubeconfig address for all servers; empty: off")
+	fl.BoolVar(&f.mdns, "mdns", true, "advertise the cluster by multicast DNS on the LAN interface of --address, and find it there when joining without --join")
 	fl.DurationVar(&f.nodeGrace, "node-monitor-grace-period", 40*time.Second, "how long a new leader waits to hear a board in gossip before it marks its Node NotReady")
 	fl.DurationVar(&f.removeDeadAfter, "remove-dead-after", 0, "remove a voting server whose board has been dead this long, so a standby takes its place (0: never; use isle member remove)")
 	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
@@ -97,6 +101,11 @@ func (f *serverFlags) validate() error {
 	if f.nodeGrace < time.Second {
 		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
 	}
+	if f.vip != "" {
+		if ip, err := netip.ParseAddr(f.vip); err != nil || !ip.Is4() || ip.IsUnspecified() || ip.IsLoopback() || ip.String() == f.address {
+			return fmt.Errorf("--vip %q: want a free IPv4 address on the boards' LAN, not the board's own", f.vip)
+		}
+	}
 	if err := checkJoinAddrs(f.join); err != nil {
 		return err
 	}
@@ -108,6 +117,8 @@ func (f *serverFlags) validate() error {
 	switch {
 	case f.init && len(f.join) > 0:
 		return fmt.Errorf("--init and --join: give one, not both")
+	case !f.init && len(f.join) == 0 && f.token != "" && !f.mdns:
+		return fmt.Errorf("--token without --join needs --mdns to find the cluster: give --join ADDR of any board")
 	case len(f.join) > 0 && f.token == "":
 		return fmt.Errorf("--join needs --token (the first server printed it; it is in its DATA-DIR/token)")
 	}
@@ -131,8 +142,9 @@ func runServer(ctx context.Context, f serverFlags) error {
 	return cluster.Run(ctx, cluster.Config{
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,
-		NodeGrace: f.nodeGrace,
-		RaftAddr:  hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
+		NodeGrace: f.nodeGrace, MDNS: f.mdns,
+		VIP:      optionalAddr(f.vip),
+		RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
 		Version: version, Commit: commit, Logger: log, Snapshot: f.snapshot,
 	})
 }
@@ -168,4 +180,9 @@ func checkBoard(name *string, address string) error {
 		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it)", address)
 	}
 	return nil
+}
+
+func optionalAddr(s string) netip.Addr {
+	a, _ := netip.ParseAddr(s)
+	return a
 }

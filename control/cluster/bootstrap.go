@@ -6,11 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/kv"
@@ -27,8 +29,9 @@ const (
 )
 
 // bootstrapObjects creates, on the leader, what every cluster has from the
-// start: the CA in the store, the system namespaces and the kubernetes
-// Service. It is idempotent and retries until it has succeeded or ctx ends.
+// start: the CA in the store, the system namespaces, the kubernetes
+// Service and the default StorageClass (local-path). It is idempotent and
+// retries until it has succeeded or ctx ends.
 func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, log *slog.Logger) {
 	for {
 		err := ensureCA(ctx, store, id)
@@ -81,7 +84,11 @@ func ensureObjects(ctx context.Context, store *registry.Store) error {
 			SessionAffinity: corev1.ServiceAffinityNone,
 		},
 	}
-	return ensure(ctx, store, svcRes, "default", kubernetes)
+	if err := ensure(ctx, store, svcRes, "default", kubernetes); err != nil {
+		return err
+	}
+	scRes, _ := rs.Lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses"))
+	return ensure(ctx, store, scRes, "", controllers.LocalPathStorageClass())
 }
 
 // ensure creates obj unless it exists.

@@ -16,20 +16,25 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/scheduler"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
+	"github.com/isle-cluster/isle/node/vip"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/storeapi"
 	"github.com/isle-cluster/isle/raft/transport"
@@ -55,6 +60,12 @@ type Config struct {
 	// RemoveDeadAfter removes a voter whose board has been dead this long
 	// (0: never).
 	RemoveDeadAfter time.Duration
+	// VIP, if valid, is a floating API address the Raft leader holds on its
+	// LAN interface (the interface of Address).
+	VIP netip.Addr
+	// MDNS advertises the cluster on the board's LAN and, with a Token but
+	// no Join, finds it there.
+	MDNS bool
 	// Gossip tunes failure detection (nil: gossip.LANTuning).
 	Gossip *gossip.Tuning
 	// NodeGrace is how long a new leader waits for a Node's board to show
@@ -137,12 +148,27 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: "https://" + cfg.APIAdvertise}); err != nil {
+	apiServer := "https://" + cfg.APIAdvertise
+	var vipCfg vip.Config
+	if cfg.VIP.IsValid() {
+		vipCfg = vip.Config{VIP: cfg.VIP, Board: cfg.Address, Logger: log}
+		if err := vip.Check(vipCfg); err != nil {
+			return fmt.Errorf("cluster: --vip: %w", err)
+		}
+		// A board that crashed while leading may still hold it.
+		if err := vip.Release(vipCfg); err != nil {
+			return fmt.Errorf("cluster: --vip: %w", err)
+		}
+		apiServer = "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
+	}
+	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer}); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	events.RegisterMetrics(reg)
+	scheduler.RegisterMetrics(reg)
 	node, err := raft.Open(raft.Config{
 		DataDir: storeDir, Name: cfg.Name, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.APIAdvertise,
 		Logger: log, Registerer: reg,
@@ -174,6 +200,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	defer func() { _ = g.Leave(2 * time.Second) }()
+	if cfg.MDNS {
+		if stop := gossip.AdvertiseOnLAN(cfg.Name, cfg.Address, cfg.GossipPort, pki.CAHash(id.CA.Cert), log); stop != nil {
+			defer stop()
+		}
+	}
 
 	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR})
 	members := &membership{node: node, gossip: g, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
@@ -195,6 +226,15 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 3)
 	go func() { errc <- fmt.Errorf("cluster: API server: %w", srv.ServeTLS(apiLis, "", "")) }()
+	if cfg.VIP.IsValid() {
+		// Bound now, though the address is not here yet (IP_FREEBIND): it
+		// serves as soon as this board leads and holds the address.
+		vipLis, err := listenFreebind(net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr)))
+		if err != nil {
+			return fmt.Errorf("cluster: listen for the API on the VIP: %w", err)
+		}
+		go func() { errc <- fmt.Errorf("cluster: API server on the VIP: %w", srv.ServeTLS(vipLis, "", "")) }()
+	}
 	defer shutdown(srv)
 	if cfg.StoreAddr != "" {
 		mux := http.NewServeMux()
@@ -210,6 +250,13 @@ func Run(ctx context.Context, cfg Config) error {
 	go joinGossip(runCtx, g, node, cfg, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
 		go members.maintain(ctx)
+		if cfg.VIP.IsValid() {
+			go func() {
+				if err := vip.Hold(ctx, vipCfg); err != nil {
+					log.Error("cluster: the floating API address is not held", "err", err)
+				}
+			}()
+		}
 		bootstrapObjects(ctx, store, id, log)
 		table := append(controllers.Table(store, log),
 			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace}, log.With("controller", "nodelifecycle")))
@@ -266,7 +313,7 @@ func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identi
 		}
 		boot.NewCluster = true
 		return id, boot, nil
-	case len(cfg.Join) > 0:
+	case len(cfg.Join) > 0 || cfg.Token != "" && cfg.MDNS:
 		id, info, err := joinCluster(ctx, cfg)
 		if err != nil {
 			return id, boot, fmt.Errorf("cluster: %w", err)
@@ -274,7 +321,7 @@ func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identi
 		boot.Join = info
 		return id, boot, nil
 	}
-	return Identity{}, boot, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --join ADDR --token T", cfg.DataDir)
+	return Identity{}, boot, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --token T (and --join ADDR, unless the cluster is found by mDNS)", cfg.DataDir)
 }
 
 // joinCluster finds the servers through the gossip of any board at
@@ -288,6 +335,11 @@ func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, err
 	key, err := gossip.DeriveKey(tok.Secret)
 	if err != nil {
 		return Identity{}, nil, err
+	}
+	if len(cfg.Join) == 0 {
+		if cfg.Join, err = gossip.FindOnLAN(ctx, cfg.Address, tok.CAHash, cfg.Logger); err != nil {
+			return Identity{}, nil, err
+		}
 	}
 	found, err := gossip.DiscoverRetry(ctx, cfg.Address, key, cfg.Join, cfg.Logger)
 	if err != nil {
@@ -405,6 +457,9 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", agent.APIServerName, agent.APIServerName+".cluster.local")
 	first := cfg.ServiceCIDR.Addr().Next() // the kubernetes Service
 	ips = append(ips, net.IP(first.AsSlice()))
+	if cfg.VIP.IsValid() {
+		ips = append(ips, net.IP(cfg.VIP.AsSlice()))
+	}
 	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
@@ -444,4 +499,23 @@ func whileLeader(ctx context.Context, node *raft.Node, f func(context.Context)) 
 			return
 		}
 	}
+}
+
+func apiPort(hostPort string) string {
+	_, port, _ := net.SplitHostPort(hostPort)
+	return port
+}
+
+// listenFreebind listens on an address the board may not hold yet.
+func listenFreebind(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_FREEBIND, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(context.Background(), "tcp", addr)
 }

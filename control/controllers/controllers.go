@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/scheduler"
 )
 
 // Controller is one reconciler.
@@ -20,12 +22,18 @@ type Controller interface {
 
 // Table returns every controller, in start order.
 func Table(store *registry.Store, log *slog.Logger) []Controller {
+	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events")})
 	return []Controller{
+		ev,
 		&namespaces{store: store, log: log.With("controller", "namespace")},
 		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
-		newDeploymentController(store, log.With("controller", "deployment")),
-		&replicaSets{store: store, log: log.With("controller", "replicaset")},
+		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
+		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},
 		&endpointSlices{store: store, log: log.With("controller", "endpointslice")},
+		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
+		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
+		newPersistentVolumes(store, log.With("controller", "persistentvolume"), ev),
+		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
 	}
 }
 

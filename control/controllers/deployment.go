@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -30,6 +31,8 @@ import (
 type deploymentController struct {
 	store *registry.Store
 	log   *slog.Logger
+	// events records ScalingReplicaSet and ReplicaSetCreateError Events.
+	events *events.Recorder
 	// now is the clock of conditions and of the progress deadline.
 	now func() time.Time
 	// resync is how often every Deployment is looked at again.
@@ -43,8 +46,8 @@ type deploymentController struct {
 	dRes, rsRes, podRes *registry.Resource
 }
 
-func newDeploymentController(store *registry.Store, log *slog.Logger) *deploymentController {
-	return &deploymentController{store: store, log: log, now: time.Now, resync: deployResync, workers: 2}
+func newDeploymentController(store *registry.Store, log *slog.Logger, events *events.Recorder) *deploymentController {
+	return &deploymentController{store: store, log: log, events: events, now: time.Now, resync: deployResync, workers: 2}
 }
 
 func (c *deploymentController) Name() string { return "deployment" }
@@ -54,6 +57,9 @@ const (
 	// Retries of a failed sync back off from deployRetryMin to deployRetryMax.
 	deployRetryMin = 50 * time.Millisecond
 	deployRetryMax = 30 * time.Second
+	// deployReasonScaling is the reason of the Events that report a
+	// ReplicaSet scaled.
+	deployReasonScaling = "ScalingReplicaSet"
 )
 
 func (c *deploymentController) Run(ctx context.Context) {

@@ -243,6 +243,9 @@ func (s *deploySync) createNewReplicaSet(newRevision string) error {
 		created := out.(*appsv1.ReplicaSet)
 		s.c.log.Info("deployment controller: created ReplicaSet", "namespace", d.Namespace, "deployment", d.Name,
 			"replicaset", created.Name, "replicas", n, "revision", newRevision)
+		if n > 0 {
+			s.c.events.Eventf(d, corev1.EventTypeNormal, deployReasonScaling, "Scaled up replica set %s from 0 to %d", created.Name, n)
+		}
 		s.newRS = created
 		s.rss = append(s.rss, created)
 		if deployHasProgressDeadline(d) {
@@ -278,11 +281,12 @@ func (s *deploySync) createNewReplicaSet(newRevision string) error {
 		}
 		return fmt.Errorf("ReplicaSet name %s is taken: %w", rs.Name, errDeployRetry)
 	default:
+		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if deployHasProgressDeadline(d) {
-			s.setCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, deployReasonRSCreateError,
-				fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err))
+			s.setCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, deployReasonRSCreateError, msg)
 			_, _ = s.writeStatus(false)
 		}
+		s.c.events.Eventf(d, corev1.EventTypeWarning, deployReasonRSCreateError, "%s", msg)
 		return err
 	}
 }
@@ -491,6 +495,11 @@ func (s *deploySync) scaleRS(rs *appsv1.ReplicaSet, n int32) (bool, error) {
 	if from := deployReplicas(rs); from != n {
 		s.c.log.Info("deployment controller: scaled ReplicaSet", "namespace", rs.Namespace, "deployment", d.Name,
 			"replicaset", rs.Name, "from", from, "to", n)
+		direction := "up"
+		if n < from {
+			direction = "down"
+		}
+		s.c.events.Eventf(d, corev1.EventTypeNormal, deployReasonScaling, "Scaled %s replica set %s from %d to %d", direction, rs.Name, from, n)
 	}
 	s.replace(out.(*appsv1.ReplicaSet))
 	return true, nil

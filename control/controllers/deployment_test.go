@@ -79,7 +79,7 @@ func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 		t.Fatal(err)
 	}
 
-	ctrl := newDeploymentController(s, log)
+	ctrl := newDeploymentController(s, log, nil)
 	ctrl.now = e.clock.Now
 	if resync > 0 {
 		ctrl.resync = resync

@@ -39,6 +39,10 @@ type NodeLifecycleConfig struct {
 	// Resync is how often every Node is looked at even without news.
 	// Default 1 s.
 	Resync time.Duration
+	// PodGC is how often pods bound to Nodes that no longer exist are
+	// looked for; one found on two passes in a row is deleted at once (no
+	// agent is left to finish its graceful deletion). Default 20 s.
+	PodGC time.Duration
 }
 
 // DefaultPodCIDR is the default cluster range of Pod addresses.
@@ -54,6 +58,9 @@ type nodeLifecycle struct {
 	cfg      NodeLifecycleConfig
 	log      *slog.Logger
 	now      func() time.Time
+	// orphans are the UIDs of pods whose Node was missing on the last pass
+	// of the pod garbage collection.
+	orphans map[string]bool
 }
 
 // NewNodeLifecycle returns the node lifecycle controller.
@@ -70,7 +77,10 @@ func NewNodeLifecycle(store *registry.Store, liveness Liveness, cfg NodeLifecycl
 	if cfg.Resync <= 0 {
 		cfg.Resync = time.Second
 	}
-	return &nodeLifecycle{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now}
+	if cfg.PodGC <= 0 {
+		cfg.PodGC = 20 * time.Second
+	}
+	return &nodeLifecycle{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, orphans: map[string]bool{}}
 }
 
 func (c *nodeLifecycle) Name() string { return "nodelifecycle" }
@@ -95,6 +105,8 @@ func (c *nodeLifecycle) Run(ctx context.Context) {
 	started := c.now()
 	t := time.NewTicker(c.cfg.Resync)
 	defer t.Stop()
+	gc := time.NewTicker(c.cfg.PodGC)
+	defer gc.Stop()
 	for {
 		changed := c.liveness.Changed()
 		c.sync(ctx, nodes, pods, started)
@@ -103,8 +115,45 @@ func (c *nodeLifecycle) Run(ctx context.Context) {
 			return
 		case <-changed:
 		case <-t.C:
+		case <-gc.C:
+			c.collectOrphans(ctx, nodes, pods)
 		}
 	}
+}
+
+// collectOrphans deletes, without grace, pods bound to Nodes that are gone
+// (a board removed with isle member remove, or kubectl delete node), as
+// Kubernetes' pod garbage collector does: no agent is left to finish them,
+// and their controllers make them again elsewhere.
+func (c *nodeLifecycle) collectOrphans(ctx context.Context, nodes, pods *registry.Resource) {
+	nl, err := c.store.List(ctx, nodes, "", metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return
+	}
+	exists := map[string]bool{}
+	for _, n := range nl.(*corev1.NodeList).Items {
+		exists[n.Name] = true
+	}
+	pl, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName!="})
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, p := range pl.(*corev1.PodList).Items {
+		if exists[p.Spec.NodeName] {
+			continue
+		}
+		uid := string(p.UID)
+		seen[uid] = true
+		if !c.orphans[uid] {
+			continue // first sighting: the Node may be on its way
+		}
+		zero := int64(0)
+		if _, _, err := c.store.Delete(ctx, pods, p.Namespace, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}}); err == nil {
+			c.log.Info("nodelifecycle: pod of a node that is gone deleted", "pod", p.Namespace+"/"+p.Name, "node", p.Spec.NodeName)
+		}
+	}
+	c.orphans = seen
 }
 
 func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource, started time.Time) {

@@ -59,7 +59,7 @@ func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{Store: s, ctx: t.Context()}
 	live := &fakeLiveness{members: map[string]gossip.State{}, changed: make(chan struct{})}
-	ctl := controllers.NewNodeLifecycle(s, live, controllers.NodeLifecycleConfig{Grace: grace, Resync: 50 * time.Millisecond,
+	ctl := controllers.NewNodeLifecycle(s, live, controllers.NodeLifecycleConfig{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
 		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -190,7 +190,9 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
 	e.namespace(t, "default")
 	live.set("pi", gossip.Alive)
+	live.set("other", gossip.Alive)
 	e.create(t, nodes, "", readyNode("pi"))
+	e.create(t, nodes, "", readyNode("other"))
 	secs := func(s int64) *int64 { return &s }
 	cases := []struct {
 		name        string
@@ -223,6 +225,26 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	for _, name := range []string{"an-hour", "forever", "elsewhere"} {
 		if evicted(name) {
 			t.Errorf("pod %s was evicted", name)
+		}
+	}
+}
+
+// A pod bound to a Node that is gone is deleted at once: no agent is left
+// to finish a graceful deletion.
+func TestNodeLifecyclePodGC(t *testing.T) {
+	e, live := lifecycleEnv(t, time.Hour)
+	e.namespace(t, "default")
+	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
+	live.set("pi", gossip.Alive)
+	e.create(t, nodes, "", readyNode("pi"))
+	for _, tc := range []struct{ name, node string }{{"kept", "pi"}, {"orphan", "removed-board"}, {"pending", ""}} {
+		e.create(t, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: tc.node, Containers: []corev1.Container{{Name: "c", Image: "img"}}}})
+	}
+	eventually(t, "the orphan deleted", func() bool { _, there := e.exists(t, pods, "default", "orphan"); return !there })
+	for _, name := range []string{"kept", "pending"} {
+		if obj, ok := e.exists(t, pods, "default", name); !ok || obj.GetDeletionTimestamp() != nil {
+			t.Errorf("pod %s was deleted", name)
 		}
 	}
 }

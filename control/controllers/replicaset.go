@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -47,6 +48,9 @@ import (
 type replicaSets struct {
 	store *registry.Store
 	log   *slog.Logger
+	// events records SuccessfulCreate, FailedCreate, SuccessfulDelete and
+	// FailedDelete Events about the ReplicaSets.
+	events *events.Recorder
 	// now is the clock of availableReplicas (pods ready for minReadySeconds)
 	// and of condition timestamps. Nil means time.Now.
 	now func() time.Time
@@ -432,7 +436,7 @@ func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*core
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = r.deletePod(ctx, pod)
+				errs[i] = r.deletePod(ctx, rs, pod)
 			}()
 		}
 		wg.Wait()
@@ -506,9 +510,14 @@ func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	if len(pod.Labels) == 0 {
 		return errors.New("unable to create pods, no labels")
 	}
-	_, err := r.store.Create(ctx, r.pods, rs.Namespace, pod, registry.WriteOptions{})
-	if err != nil && rsNamespaceTerminating(err) {
+	out, err := r.store.Create(ctx, r.pods, rs.Namespace, pod, registry.WriteOptions{})
+	switch {
+	case err == nil:
+		r.events.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.(*corev1.Pod).Name)
+	case rsNamespaceTerminating(err):
 		return nil // the namespace controller is deleting the ReplicaSet too
+	default:
+		r.events.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 	}
 	return err
 }
@@ -519,11 +528,16 @@ func rsNamespaceTerminating(err error) bool {
 }
 
 // deletePod deletes a surplus pod; one already gone is not an error.
-func (r *rsRun) deletePod(ctx context.Context, pod *corev1.Pod) error {
+func (r *rsRun) deletePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
 	uid := pod.UID
 	_, _, err := r.store.Delete(ctx, r.pods, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	switch {
+	case err == nil:
+		r.events.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", pod.Name)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return nil
+	default:
+		r.events.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 	}
 	return err
 }

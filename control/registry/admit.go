@@ -91,7 +91,8 @@ func qosClass(p *corev1.Pod) corev1.PodQOSClass {
 }
 
 // admitCreate runs the admission checks of a create: the namespace must
-// exist and not be terminating; a Service gets its cluster IP and node ports.
+// exist and not be terminating; a Service gets its cluster IP and node ports;
+// volumes and claims get the storage admission (admit_storage.go).
 func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	if r.Namespaced {
@@ -108,8 +109,14 @@ func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object
 				fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
 		}
 	}
-	if svc, ok := obj.(*corev1.Service); ok {
-		return s.allocateService(svc)
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return s.allocateService(o)
+	case *corev1.PersistentVolume:
+		o.Finalizers = addFinalizer(o.Finalizers, FinalizerPVProtection)
+	case *corev1.PersistentVolumeClaim:
+		o.Finalizers = addFinalizer(o.Finalizers, FinalizerPVCProtection)
+		return s.admitDefaultStorageClass(ctx, o)
 	}
 	return nil
 }

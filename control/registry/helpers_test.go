@@ -188,16 +188,4 @@ func (w *watcher) expect(typ watch.EventType, name string) registry.WatchEvent {
 	return ev
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %v", what, wait)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -91,7 +92,9 @@ func fieldSet(obj runtime.Object) fields.Set {
 		set["involvedObject.fieldPath"] = o.InvolvedObject.FieldPath
 		set["reason"] = o.Reason
 		set["reportingComponent"] = o.ReportingController
-		set["source"] = o.Source.Component
+		// Events of the events.k8s.io API have no source: their reporting
+		// controller stands for it, as in Kubernetes.
+		set["source"] = cmp.Or(o.Source.Component, o.ReportingController)
 		set["type"] = o.Type
 	case *corev1.Secret:
 		set["type"] = string(o.Type)

@@ -57,6 +57,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		m.SetGeneration(1)
 	}
 	strategy.Default(obj)
+	setTemplateGeneration(obj, nil)
 	prepareStatusOnCreate(obj)
 	if errs := strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
@@ -303,6 +304,7 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 			return err
 		}
 		strategy.Default(obj)
+		setTemplateGeneration(obj, old)
 		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
 			nm.SetGeneration(om.GetGeneration() + 1)
 		}

@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/isle-cluster/isle/hw"
@@ -46,7 +46,7 @@ type Agent struct {
 	log     *slog.Logger
 	facts   hw.Facts
 	servers *servers
-	client  *kubernetes.Clientset
+	client  *rest.RESTClient
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -96,21 +96,23 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Co
 // (same name, same credential), with labels and status of this board.
 func (a *Agent) register(ctx context.Context) error {
 	name := a.cfg.Credential.Name
-	nodes := a.client.CoreV1().Nodes()
 	labels := nodeLabels(name, a.cfg.Role, a.facts)
-	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	n := &corev1.Node{}
+	err := a.client.Get().Resource("nodes").Name(name).Do(ctx).Into(n)
 	switch {
 	case apierrors.IsNotFound(err):
 		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if a.facts.Model != "" {
 			n.Annotations = map[string]string{AnnotationModel: a.facts.Model}
 		}
-		if n, err = nodes.Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		created := &corev1.Node{}
+		if err = a.client.Post().Resource("nodes").Body(n).Do(ctx).Into(created); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Node %s: %w", name, err)
 		}
 		if err != nil {
 			return fmt.Errorf("create Node %s: created meanwhile; again", name)
 		}
+		n = created
 	case err != nil:
 		return fmt.Errorf("get Node %s: %w", name, err)
 	default:
@@ -124,9 +126,11 @@ func (a *Agent) register(ctx context.Context) error {
 			}
 		}
 		if changed {
-			if n, err = nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			updated := &corev1.Node{}
+			if err = a.client.Put().Resource("nodes").Name(name).Body(n).Do(ctx).Into(updated); err != nil {
 				return fmt.Errorf("update Node %s labels: %w", name, err)
 			}
+			n = updated
 		}
 	}
 	return a.postStatus(ctx, n)
@@ -139,7 +143,7 @@ func (a *Agent) postStatus(ctx context.Context, n *corev1.Node) error {
 	if !applyStatus(n, want) {
 		return nil
 	}
-	if _, err := a.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if err := a.client.Put().Resource("nodes").Name(n.Name).SubResource("status").Body(n).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("update Node %s status: %w", n.Name, err)
 	}
 	return nil
@@ -150,9 +154,8 @@ func (a *Agent) postStatus(ctx context.Context, n *corev1.Node) error {
 // unreachable is posted again) and keeps the saved server list current.
 func (a *Agent) run(ctx context.Context) error {
 	name := a.cfg.Credential.Name
-	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
-	inf := factory.Core().V1().Nodes().Informer()
+	lw := cache.NewListWatchFromClient(a.client, "nodes", "", fields.OneTermEqualSelector("metadata.name", name))
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
 	kick := make(chan struct{}, 1)
 	poke := func(any) {
 		select {
@@ -163,9 +166,15 @@ func (a *Agent) run(ctx context.Context) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
 		return fmt.Errorf("agent: watch Node: %w", err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	lister := factory.Core().V1().Nodes().Lister()
+	go inf.Run(ctx.Done())
+	go func() {
+		if err := finishDeletions(ctx, a.client, name, a.log); err != nil {
+			a.log.Error("agent: watch the board's pods", "err", err)
+		}
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil // ctx ended
+	}
 
 	for {
 		changed := a.cfg.Gossip.Changed()
@@ -175,8 +184,8 @@ func (a *Agent) run(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-kick:
-			n, err := lister.Get(name)
-			if apierrors.IsNotFound(err) {
+			obj, exists, err := inf.GetStore().GetByKey(name)
+			if err == nil && !exists {
 				// Deleted by an administrator (`kubectl delete node`):
 				// register again, as a kubelet does.
 				_ = retry(ctx, a.log, "register the Node again", a.register)
@@ -185,7 +194,7 @@ func (a *Agent) run(ctx context.Context) error {
 			if err != nil {
 				continue
 			}
-			a.follow(ctx, n)
+			a.follow(ctx, obj.(*corev1.Node))
 		}
 	}
 }

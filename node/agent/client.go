@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/node/gossip"
@@ -84,19 +87,31 @@ func (s *servers) current() string {
 	return s.last
 }
 
-// newClient is a Kubernetes client authenticated by the node credential,
-// verifying servers by the cluster CA, over connections from s.
-func newClient(cred Credential, s *servers) (*kubernetes.Clientset, error) {
+// newClient is a REST client of the core API group, authenticated by the
+// node credential, verifying servers by the cluster CA, over connections
+// from s. It knows only the core types: client-go's typed clientset would
+// bring every API group's types into the binary (14 MB on arm64).
+func newClient(cred Credential, s *servers) (*rest.RESTClient, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("agent: API client: %w", err)
+	}
+	metav1.AddToGroupVersion(scheme, corev1.SchemeGroupVersion)
 	cfg := &rest.Config{
 		Host:            "https://" + APIServerName,
+		APIPath:         "/api",
 		BearerToken:     cred.NodeToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: APIServerName},
 		Dial:            s.dial,
 		UserAgent:       "isle-agent/" + cred.Name,
 		QPS:             20,
 		Burst:           40,
+		ContentConfig: rest.ContentConfig{
+			GroupVersion:         &corev1.SchemeGroupVersion,
+			NegotiatedSerializer: serializer.NewCodecFactory(scheme).WithoutConversion(),
+		},
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("agent: API client: %w", err)
 	}

@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -123,5 +122,3 @@ func watcherCount(s *Store) int {
 	defer s.mu.RUnlock()
 	return len(s.watchers)
 }
-
-func isCompacted(err error) bool { return errors.Is(err, ErrCompacted) }

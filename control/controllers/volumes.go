@@ -1,0 +1,446 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/events"
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// persistentVolumes binds PersistentVolumeClaims to PersistentVolumes and
+// looks after both until they are gone, as Kubernetes' persistentvolume
+// binder, pvc-protection and pv-protection controllers together, with the
+// isle.dev/local-path provisioner built in (localpath.go):
+//   - binding: an unbound claim is bound to the volume pvFindMatch picks
+//     (pre-binding either way: pvc.spec.volumeName or pv.spec.claimRef);
+//     the volume first (claimRef, phase Bound), then the claim
+//     (volumeName, the bind-completed and bound-by-controller annotations,
+//     phase Bound with the volume's capacity and access modes). A claim
+//     without a class gets the default class once one exists;
+//   - a claim of a WaitForFirstConsumer class stays Pending
+//     (WaitForFirstConsumer, or WaitForPodScheduled while a pod using it
+//     waits) until the scheduler names its node in the selected-node
+//     annotation; then it takes a volume that fits that node, or its
+//     class's provisioner makes one. Provisioners other than
+//     isle.dev/local-path are left to run outside (ExternalProvisioning);
+//   - a volume whose claim is gone is Released and reclaimed by its
+//     policy: Retain keeps it; Delete deletes it (a local-path volume's
+//     directory is then removed by its node, see localpath.go; volumes
+//     provisioned by others are left to their provisioner; others fail,
+//     VolumeFailedDelete); Recycle is refused (Failed,
+//     VolumeFailedRecycle), as Kubernetes without a recycler;
+//   - a bound claim whose volume is gone, unbound or bound elsewhere is
+//     Lost;
+//   - protection: the registry gives every claim the pvc-protection and
+//     every volume the pv-protection finalizer; a deleted claim keeps its
+//     finalizer while a pod on a node uses it (whatever the pod's phase,
+//     as Kubernetes), a deleted volume while it is Bound; objects that lost
+//     the finalizer before being deleted get it back.
+//
+// It watches claims, volumes, StorageClasses and pods and syncs claims and
+// volumes from two work queues, one worker each (two claims never race
+// for a volume), and everything again every pvResync.
+type persistentVolumes struct {
+	store *registry.Store
+	log   *slog.Logger
+	// binderEvents and provisionerEvents record the Events of the binder
+	// (persistentvolume-controller) and of the local-path provisioner;
+	// nil records none.
+	binderEvents, provisionerEvents *events.Recorder
+	// now is the clock of phase transitions.
+	now func() time.Time
+}
+
+func newPersistentVolumes(store *registry.Store, log *slog.Logger, ev *events.Broadcaster) *persistentVolumes {
+	return &persistentVolumes{store: store, log: log, now: time.Now,
+		binderEvents: ev.Recorder(pvBinderComponent), provisionerEvents: ev.Recorder(LocalPathProvisioner)}
+}
+
+func (c *persistentVolumes) Name() string { return "persistentvolume" }
+
+const (
+	// pvResync is how often every claim and volume is synced again.
+	pvResync = time.Minute
+	// pvRetryBase and pvRetryMax bound the backoff of a failed sync.
+	pvRetryBase = 20 * time.Millisecond
+	pvRetryMax  = time.Minute
+	// pvBinderComponent is the source of the binder's Events, as Kubernetes
+	// names it.
+	pvBinderComponent = "persistentvolume-controller"
+)
+
+// pvRun is the state of one Run (one term of leadership).
+type pvRun struct {
+	*persistentVolumes
+	pvs, pvcs, classes, pods, nodes *registry.Resource
+	claims, volumes                 *workQueue
+}
+
+func (c *persistentVolumes) Run(ctx context.Context) {
+	r := &pvRun{persistentVolumes: c,
+		pvs:     mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumes")),
+		pvcs:    mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")),
+		classes: mustLookup(c.store, storagev1.SchemeGroupVersion.WithResource("storageclasses")),
+		pods:    mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		nodes:   mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
+		claims:  newWorkQueue(pvRetryBase, pvRetryMax),
+		volumes: newWorkQueue(pvRetryBase, pvRetryMax)}
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		q    *workQueue
+		what string
+		sync func(context.Context, string) error
+	}{{r.claims, "claim", r.syncClaim}, {r.volumes, "volume", r.syncVolume}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(ctx, w.q, w.what, w.sync)
+		}()
+	}
+	r.watch(ctx)
+	r.claims.shutdown()
+	r.volumes.shutdown()
+	wg.Wait()
+}
+
+// watch follows claims, volumes, classes and pods and queues the claims
+// and volumes they concern, until ctx ends.
+func (r *pvRun) watch(ctx context.Context) {
+	claims := map[string]bool{}  // known claims by key; true: unbound, waiting for a volume
+	volumes := map[string]bool{} // known volumes by name
+	var claimEvents, volumeEvents, classEvents, podEvents <-chan registry.WatchEvent
+	resync := time.NewTicker(pvResync)
+	defer resync.Stop()
+	open := func(res *registry.Resource) <-chan registry.WatchEvent {
+		ch, err := r.store.Watch(ctx, res, "", metav1.ListOptions{})
+		if err != nil {
+			r.log.Warn("persistentvolume controller: watch failed; retrying", "resource", res.String(), "err", err)
+			sleep(ctx, time.Second)
+			return nil
+		}
+		return ch
+	}
+	queueWaiting := func() {
+		for key, waiting := range claims {
+			if waiting {
+				r.claims.add(key)
+			}
+		}
+	}
+	for ctx.Err() == nil {
+		if claimEvents == nil {
+			if claimEvents = open(r.pvcs); claimEvents == nil {
+				continue
+			}
+			clear(claims)
+		}
+		if volumeEvents == nil {
+			if volumeEvents = open(r.pvs); volumeEvents == nil {
+				continue
+			}
+			clear(volumes)
+		}
+		if classEvents == nil {
+			if classEvents = open(r.classes); classEvents == nil {
+				continue
+			}
+		}
+		if podEvents == nil {
+			if podEvents = open(r.pods); podEvents == nil {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-resync.C:
+			for key := range claims {
+				r.claims.add(key)
+			}
+			for name := range volumes {
+				r.volumes.add(name)
+			}
+		case ev, ok := <-claimEvents:
+			if !ok {
+				claimEvents = nil
+				continue
+			}
+			c, isClaim := ev.Object.(*corev1.PersistentVolumeClaim)
+			if !isClaim {
+				continue
+			}
+			key := pvcKey(c.Namespace, c.Name)
+			if ev.Type == watch.Deleted {
+				// Its volume is released: the one it was bound to, or the
+				// one provisioned for it and not bound yet.
+				delete(claims, key)
+				if c.Spec.VolumeName != "" {
+					r.volumes.add(c.Spec.VolumeName)
+				}
+				r.volumes.add(pvProvisionedName(c))
+				continue
+			}
+			claims[key] = c.DeletionTimestamp == nil && !metav1.HasAnnotation(c.ObjectMeta, annBindCompleted)
+			r.claims.add(key)
+		case ev, ok := <-volumeEvents:
+			if !ok {
+				volumeEvents = nil
+				continue
+			}
+			v, isVolume := ev.Object.(*corev1.PersistentVolume)
+			if !isVolume {
+				continue
+			}
+			if ref := v.Spec.ClaimRef; ref != nil {
+				r.claims.add(pvcKey(ref.Namespace, ref.Name))
+			}
+			if ev.Type == watch.Deleted {
+				delete(volumes, v.Name)
+				continue
+			}
+			volumes[v.Name] = true
+			r.volumes.add(v.Name)
+			if v.Spec.ClaimRef == nil && v.Status.Phase == corev1.VolumeAvailable {
+				queueWaiting() // a volume to be had
+			}
+		case _, ok := <-classEvents:
+			if !ok {
+				classEvents = nil
+				continue
+			}
+			queueWaiting() // a class, maybe the default, to provision with
+		case ev, ok := <-podEvents:
+			if !ok {
+				podEvents = nil
+				continue
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			// As Kubernetes' pvc-protection controller: only a pod that
+			// goes, ends or is not on a node may free a claim; one not on
+			// a node may also be what a claim waits for.
+			if !isPod || ev.Type != watch.Deleted && !pvPodTerminated(pod) && pod.Spec.NodeName != "" {
+				continue
+			}
+			for _, name := range pvPodClaims(pod) {
+				r.claims.add(pvcKey(pod.Namespace, name))
+			}
+		}
+	}
+}
+
+// pvPodClaims lists the claims a pod's volumes name.
+func pvPodClaims(pod *corev1.Pod) []string {
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			names = append(names, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return names
+}
+
+// pvPodTerminated reports whether a pod has ended, or is being deleted
+// with no container running, as Kubernetes' IsPodTerminated.
+func pvPodTerminated(pod *corev1.Pod) bool {
+	if rsPodFinished(pod) {
+		return true
+	}
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated == nil && s.State.Waiting == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// errPVGone stops a sync whose object was deleted or replaced meanwhile:
+// the watch brings what replaced it.
+var errPVGone = errors.New("persistentvolume controller: object gone or replaced")
+
+func (r *pvRun) work(ctx context.Context, q *workQueue, what string, sync func(context.Context, string) error) {
+	for {
+		key, ok := q.get()
+		if !ok {
+			return
+		}
+		err := sync(ctx, key)
+		switch {
+		case err == nil, errors.Is(err, errPVGone), apierrors.IsNotFound(err), ctx.Err() != nil:
+			q.forget(key)
+		default:
+			delay := q.retry(key)
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				r.log.Debug("persistentvolume controller: sync; retrying", what, key, "err", err, "after", delay)
+			} else {
+				r.log.Warn("persistentvolume controller: sync failed; retrying", what, key, "err", err, "after", delay)
+			}
+		}
+		q.done(key)
+	}
+}
+
+// getClaim reads a claim; nil if there is none. A fresh read (not the
+// local copy) matters where a missing claim leads to releasing a volume.
+func (r *pvRun) getClaim(ctx context.Context, ns, name string, fresh bool) (*corev1.PersistentVolumeClaim, error) {
+	opts := metav1.GetOptions{ResourceVersion: "0"}
+	if fresh {
+		opts.ResourceVersion = ""
+	}
+	obj, err := r.store.Get(ctx, r.pvcs, ns, name, opts)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolumeClaim), nil
+}
+
+// getVolume reads a volume; nil if there is none.
+func (r *pvRun) getVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	obj, err := r.store.Get(ctx, r.pvs, "", name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolume), nil
+}
+
+// getClass reads a StorageClass; nil if there is none.
+func (r *pvRun) getClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	obj, err := r.store.Get(ctx, r.classes, "", name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*storagev1.StorageClass), nil
+}
+
+// getNode reads a Node; nil if there is none.
+func (r *pvRun) getNode(ctx context.Context, name string) (*corev1.Node, error) {
+	obj, err := r.store.Get(ctx, r.nodes, "", name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Node), nil
+}
+
+func (r *pvRun) listVolumes(ctx context.Context) ([]*corev1.PersistentVolume, error) {
+	list, err := r.store.List(ctx, r.pvs, "", metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	items := list.(*corev1.PersistentVolumeList).Items
+	out := make([]*corev1.PersistentVolume, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out, nil
+}
+
+// listPods lists a namespace's pods; fresh reads the latest state, so that
+// a pod created just now counts.
+func (r *pvRun) listPods(ctx context.Context, ns string, fresh bool) ([]corev1.Pod, error) {
+	opts := metav1.ListOptions{ResourceVersion: "0"}
+	if fresh {
+		opts.ResourceVersion = ""
+	}
+	list, err := r.store.List(ctx, r.pods, ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	return list.(*corev1.PodList).Items, nil
+}
+
+// updateClaim writes a change to a claim (sub "" or "status"). change
+// reports whether it changed anything; it is tried on a copy of the claim
+// as read first, and nothing is written unless it changes that. The write
+// applies change to the stored claim if that is still the one read
+// (errPVGone if not), retrying on conflicts. An error from change aborts.
+func (r *pvRun) updateClaim(ctx context.Context, c *corev1.PersistentVolumeClaim, sub string,
+	change func(*corev1.PersistentVolumeClaim) (bool, error)) (*corev1.PersistentVolumeClaim, error) {
+	if changed, err := change(c.DeepCopy()); err != nil || !changed {
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	obj, err := r.store.Mutate(ctx, r.pvcs, c.Namespace, c.Name, sub, func(o runtime.Object) error {
+		cur := o.(*corev1.PersistentVolumeClaim)
+		if cur.UID != c.UID {
+			return errPVGone
+		}
+		_, err := change(cur)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, errPVGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolumeClaim), nil
+}
+
+// updateVolume is updateClaim for volumes.
+func (r *pvRun) updateVolume(ctx context.Context, v *corev1.PersistentVolume, sub string,
+	change func(*corev1.PersistentVolume) (bool, error)) (*corev1.PersistentVolume, error) {
+	if changed, err := change(v.DeepCopy()); err != nil || !changed {
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	obj, err := r.store.Mutate(ctx, r.pvs, "", v.Name, sub, func(o runtime.Object) error {
+		cur := o.(*corev1.PersistentVolume)
+		if cur.UID != v.UID {
+			return errPVGone
+		}
+		_, err := change(cur)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, errPVGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolume), nil
+}
+
+// setFinalizer adds or removes a finalizer; it reports whether that
+// changed the list.
+func setFinalizer(m *metav1.ObjectMeta, f string, want bool) bool {
+	has := slices.Contains(m.Finalizers, f)
+	switch {
+	case want && !has:
+		m.Finalizers = append(slices.Clone(m.Finalizers), f)
+	case !want && has:
+		m.Finalizers = slices.DeleteFunc(slices.Clone(m.Finalizers), func(s string) bool { return s == f })
+	default:
+		return false
+	}
+	return true
+}

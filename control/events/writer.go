@@ -1,0 +1,214 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/lru"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// Aggregation of similar Events, as client-go's EventAggregator: from the
+// aggregateMax-th different message for the same object, type and reason
+// within aggregateWindow on, the messages are combined into one Event.
+const (
+	aggregateMax    = 10
+	aggregateWindow = 10 * time.Minute
+	aggregatePrefix = "(combined from similar events): "
+	// writeBatch bounds the queued Events a writer correlates before it
+	// writes them.
+	writeBatch = 100
+)
+
+// writer correlates and writes the Events of its queue, one at a time: all
+// its state is its own.
+type writer struct {
+	b     *Broadcaster
+	queue <-chan *corev1.Event
+	// similar maps an aggregate key to the messages seen with it.
+	similar *lru.Cache
+	// seen maps an Event key to the Event that stands for it.
+	seen *lru.Cache
+}
+
+// similarRecord is what the aggregation remembers of one aggregate key.
+type similarRecord struct {
+	messages map[string]bool
+	last     time.Time
+}
+
+// seenEvent is one stored (or to be stored) Event and its count.
+type seenEvent struct {
+	ev     *corev1.Event
+	stored bool // created in the store (else the next write creates it)
+	last   time.Time
+}
+
+func newWriter(b *Broadcaster, queue <-chan *corev1.Event) *writer {
+	return &writer{b: b, queue: queue, similar: lru.New(b.cfg.CacheSize), seen: lru.New(b.cfg.CacheSize)}
+}
+
+func (w *writer) run(ctx context.Context) {
+	for {
+		var first *corev1.Event
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-w.queue:
+		}
+		// Events queued together for the same Event are written once.
+		batch := []*seenEvent{w.correlate(first)}
+	drain:
+		for len(batch) < writeBatch {
+			select {
+			case ev := <-w.queue:
+				s := w.correlate(ev)
+				if !containsSeen(batch, s) {
+					batch = append(batch, s)
+				}
+			default:
+				break drain
+			}
+		}
+		for _, s := range batch {
+			if ctx.Err() != nil {
+				return
+			}
+			w.write(ctx, s)
+		}
+	}
+}
+
+func containsSeen(batch []*seenEvent, s *seenEvent) bool {
+	for _, x := range batch {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// correlate folds ev into what the writer has seen and returns the Event
+// that now stands for it.
+func (w *writer) correlate(ev *corev1.Event) *seenEvent {
+	now := ev.LastTimestamp.Time
+	ev, key := w.aggregate(ev, now)
+	if v, ok := w.seen.Get(key); ok {
+		s := v.(*seenEvent)
+		// Past the TTL the stored Event is gone: start a new one.
+		if now.Sub(s.last) < w.b.cfg.TTL {
+			s.ev.Count++
+			s.ev.LastTimestamp = ev.LastTimestamp
+			s.ev.Message = ev.Message
+			s.last = now
+			return s
+		}
+	}
+	s := &seenEvent{ev: ev, last: now}
+	w.seen.Add(key, s)
+	return s
+}
+
+// aggregate returns the Event to record for ev and its key: ev itself,
+// keyed by everything that identifies it, or, once too many similar
+// Events came, a combined Event keyed by what they share.
+func (w *writer) aggregate(ev *corev1.Event, now time.Time) (*corev1.Event, string) {
+	akey := similarKey(ev)
+	var rec *similarRecord
+	if v, ok := w.similar.Get(akey); ok {
+		rec = v.(*similarRecord)
+		if now.Sub(rec.last) > aggregateWindow {
+			rec = nil
+		}
+	}
+	if rec == nil {
+		rec = &similarRecord{messages: map[string]bool{}}
+		w.similar.Add(akey, rec)
+	}
+	rec.last = now
+	rec.messages[ev.Message] = true
+	if len(rec.messages) < aggregateMax {
+		return ev, akey + "\x00" + ev.InvolvedObject.FieldPath + "\x00" + ev.Message
+	}
+	// Keep the set bounded: one message out for the one that came in.
+	for m := range rec.messages {
+		if m != ev.Message {
+			delete(rec.messages, m)
+			break
+		}
+	}
+	combined := w.b.newEvent(ev.InvolvedObject, ev.Source.Component, ev.Type, ev.Reason, aggregatePrefix+ev.Message)
+	combined.FirstTimestamp, combined.LastTimestamp = ev.LastTimestamp, ev.LastTimestamp
+	return combined, akey
+}
+
+// similarKey is what similar Events share: source, object, type and reason.
+func similarKey(ev *corev1.Event) string {
+	o := ev.InvolvedObject
+	return strings.Join([]string{ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name,
+		string(o.UID), o.APIVersion, ev.Type, ev.Reason, ev.ReportingController, ev.ReportingInstance}, "\x00")
+}
+
+// write stores the Event s stands for: created the first time, its count,
+// message and lastTimestamp updated afterwards.
+func (w *writer) write(ctx context.Context, s *seenEvent) {
+	ev := s.ev.DeepCopy()
+	if s.stored {
+		err := w.update(ctx, ev)
+		if err == nil {
+			eventsWritten.WithLabelValues("update").Inc()
+			return
+		}
+		if !apierrors.IsNotFound(err) {
+			w.failed(ev, "update", err)
+			return
+		}
+		// Deleted meanwhile (expired, or by a user): store it again.
+		s.stored = false
+	}
+	_, err := w.b.cfg.Store.Create(ctx, w.b.events, ev.Namespace, ev, registry.WriteOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// An earlier create that seemed to fail was applied after all.
+		err = w.update(ctx, ev)
+	}
+	if err != nil {
+		w.failed(ev, "create", err)
+		return
+	}
+	s.stored = true
+	eventsWritten.WithLabelValues("create").Inc()
+}
+
+// update sets a stored Event's count, message and lastTimestamp.
+func (w *writer) update(ctx context.Context, ev *corev1.Event) error {
+	_, err := w.b.cfg.Store.Mutate(ctx, w.b.events, ev.Namespace, ev.Name, "", func(obj runtime.Object) error {
+		cur := obj.(*corev1.Event)
+		cur.Count = ev.Count
+		cur.Message = ev.Message
+		cur.LastTimestamp = ev.LastTimestamp
+		return nil
+	})
+	return err
+}
+
+func (w *writer) failed(ev *corev1.Event, op string, err error) {
+	eventsFailed.Inc()
+	log := w.b.cfg.Logger.Warn
+	if errors.Is(err, context.Canceled) || rejectedByTerminatingNamespace(err) {
+		log = w.b.cfg.Logger.Debug
+	}
+	log("events: write failed; event lost", "op", op, "namespace", ev.Namespace, "event", ev.Name, "reason", ev.Reason, "err", err)
+}
+
+// rejectedByTerminatingNamespace: Events about objects of a namespace being
+// deleted are refused, as in Kubernetes; nothing to report.
+func rejectedByTerminatingNamespace(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
+		apierrors.IsForbidden(err) && strings.Contains(err.Error(), "because it is being terminated")
+}

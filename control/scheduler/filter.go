@@ -1,0 +1,167 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// ArchAnnotation on a pod lists the CPU architectures its images run on
+// (GOARCH names, comma-separated, e.g. "arm64,arm"): the scheduler places
+// the pod only on nodes whose kubernetes.io/arch label is one of them, as
+// if its node affinity required it. Pods without it are placed by their
+// nodeSelector and affinity alone, which may name kubernetes.io/arch and
+// kubernetes.io/os like any other label; the scheduler does not look at
+// image manifests (the node agent refuses an image it cannot run).
+const ArchAnnotation = "isle.dev/arch"
+
+// The reasons a node does not fit, in kube-scheduler's words (its filter
+// plugins' messages), which kubectl users know.
+const (
+	reasonUnschedulable    = "node(s) were unschedulable"
+	reasonTaintFormat      = "node(s) had untolerated taint {%s: %s}"
+	reasonAffinity         = "node(s) didn't match Pod's node affinity/selector"
+	reasonPorts            = "node(s) didn't have free ports for the requested pod ports"
+	reasonTooManyPods      = "Too many pods"
+	reasonInsufficient     = "Insufficient "
+	reasonVolumeConflict   = "node(s) had volume node affinity conflict"
+	reasonVolumeBind       = "node(s) didn't find available persistent volumes to bind"
+	reasonVolumeMissingPV  = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+	msgNoNodes             = "no nodes available to schedule pods"
+	msgUnboundImmediatePVC = "pod has unbound immediate PersistentVolumeClaims"
+)
+
+// attempt is what one scheduling attempt of a pod computes once and
+// checks against every node.
+type attempt struct {
+	info        *podInfo
+	required    nodeaffinity.RequiredNodeAffinity
+	archs       []string // from ArchAnnotation; nil: any
+	preferred   *nodeaffinity.PreferredSchedulingTerms
+	tolerations []corev1.Toleration
+	volumes     *podVolumes
+}
+
+func newAttempt(info *podInfo, volumes *podVolumes) *attempt {
+	pod := info.pod
+	a := &attempt{info: info, required: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations, volumes: volumes}
+	if v, ok := pod.Annotations[ArchAnnotation]; ok {
+		for arch := range strings.SplitSeq(v, ",") {
+			if arch = strings.TrimSpace(arch); arch != "" {
+				a.archs = append(a.archs, arch)
+			}
+		}
+		if a.archs == nil {
+			a.archs = []string{} // an empty list: no node fits
+		}
+	}
+	if aff := pod.Spec.Affinity; aff != nil && aff.NodeAffinity != nil && len(aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		// Validation refused invalid terms: an error leaves no preference.
+		a.preferred, _ = nodeaffinity.NewPreferredSchedulingTerms(aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return a
+}
+
+// filter returns why the pod does not fit the node (nil: it fits): the
+// reasons of the first check that fails, in kube-scheduler's order of
+// filter plugins (NodeUnschedulable, TaintToleration, NodeAffinity,
+// NodePorts, NodeResourcesFit, VolumeBinding).
+func (a *attempt) filter(n *nodeInfo) []string {
+	node := n.node
+	if node.Spec.Unschedulable && !a.tolerates(&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+		return []string{reasonUnschedulable}
+	}
+	for i := range n.taints {
+		if t := &n.taints[i]; !a.tolerates(t) {
+			return []string{fmt.Sprintf(reasonTaintFormat, t.Key, t.Value)}
+		}
+	}
+	if ok, err := a.required.Match(node); !ok || err != nil || a.archs != nil && !slices.Contains(a.archs, node.Labels[corev1.LabelArchStable]) {
+		return []string{reasonAffinity}
+	}
+	if a.portsConflict(n) {
+		return []string{reasonPorts}
+	}
+	if reasons := a.insufficient(n); len(reasons) > 0 {
+		return reasons
+	}
+	return a.volumes.filter(node)
+}
+
+func (a *attempt) tolerates(t *corev1.Taint) bool {
+	// false: isle serves only the Equal and Exists operators, not the Gt
+	// and Lt of Kubernetes' TaintTolerationComparisonOperators feature.
+	return corev1helpers.TolerationsTolerateTaint(logr.Discard(), a.tolerations, t, false)
+}
+
+// portsConflict: a host port the pod asks for is taken on the node, on the
+// same address or on all addresses.
+func (a *attempt) portsConflict(n *nodeInfo) bool {
+	for _, want := range a.info.ports {
+		for used := range n.ports {
+			if used.port == want.port && used.protocol == want.protocol &&
+				(used.ip == want.ip || used.ip == "0.0.0.0" || want.ip == "0.0.0.0") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// insufficient lists the resources the node lacks for the pod: requests
+// against allocatable minus what the node's pods request, and one more pod
+// against the node's pod capacity.
+func (a *attempt) insufficient(n *nodeInfo) []string {
+	var out []string
+	if int64(len(n.pods))+1 > n.allowedPods {
+		out = append(out, reasonTooManyPods)
+	}
+	req, alloc, used := a.info.requests, n.allocatable, n.requested
+	if req.milliCPU > 0 && req.milliCPU > alloc.milliCPU-used.milliCPU {
+		out = append(out, reasonInsufficient+string(corev1.ResourceCPU))
+	}
+	if req.memory > 0 && req.memory > alloc.memory-used.memory {
+		out = append(out, reasonInsufficient+string(corev1.ResourceMemory))
+	}
+	if req.ephemeral > 0 && req.ephemeral > alloc.ephemeral-used.ephemeral {
+		out = append(out, reasonInsufficient+string(corev1.ResourceEphemeralStorage))
+	}
+	for name, v := range req.scalar {
+		if v > 0 && v > alloc.scalar[name]-used.scalar[name] {
+			out = append(out, reasonInsufficient+string(name))
+		}
+	}
+	return out
+}
+
+// fitError says why no node fits a pod, as kube-scheduler's FitError:
+// "0/5 nodes are available: 3 Insufficient memory, 2 node(s) had
+// untolerated taint {node.kubernetes.io/unreachable: }." The counts of
+// nodes per reason are sorted as strings, as kube-scheduler sorts them.
+// kube-scheduler then adds what preemption found; isle does not preempt,
+// so its messages end there.
+type fitError struct {
+	nodes int
+	// preFilter is a reason that holds for every node (a missing claim):
+	// no node was looked at.
+	preFilter string
+	reasons   map[string]int
+}
+
+func (e *fitError) Error() string {
+	msg := fmt.Sprintf("0/%d nodes are available:", e.nodes)
+	if e.preFilter != "" {
+		return msg + " " + e.preFilter + "."
+	}
+	counts := make([]string, 0, len(e.reasons))
+	for reason, n := range e.reasons {
+		counts = append(counts, fmt.Sprintf("%d %s", n, reason))
+	}
+	slices.Sort(counts)
+	return msg + " " + strings.Join(counts, ", ") + "."
+}
