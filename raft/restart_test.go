@@ -30,6 +30,19 @@ func singleMemberWithSnapshot(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// Snapshots are written off the Ready loop; wait until one is recorded
+	// in the WAL, which is what a restart reads.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := c.Node(id).Status(ctxT(t, time.Second))
+		if err == nil && st.SnapshotIndex > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot recorded within 10 s (status %+v, %v)", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	dir := c.Member(id).Dir
 	c.Crash(id)
 	return dir
