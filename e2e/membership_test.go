@@ -241,6 +241,20 @@ func TestTenBoards(t *testing.T) {
 		if c := readyCondition(n["a4"]); c.Reason != "NodeStatusUnknown" || !strings.Contains(c.Message, "gossip") {
 			t.Fatalf("a4's Ready condition: %+v", c)
 		}
+		// Node Leases are made up from gossip, never stored: a4's stopped
+		// renewing when it died, a1's is renewed as it is read.
+		lease := func(name string) time.Time {
+			l, err := cs.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != name || l.Spec.RenewTime == nil {
+				t.Fatalf("Lease of %s: %+v, %v", name, l, err)
+			}
+			return l.Spec.RenewTime.Time
+		}
+		dead, alive := lease("a4"), lease("a1")
+		time.Sleep(1500 * time.Millisecond)
+		if d2, a2 := lease("a4"), lease("a1"); !d2.Equal(dead) || !a2.After(alive) {
+			t.Fatalf("Leases: dead a4 renewed %v then %v, alive a1 %v then %v", dead, d2, alive, a2)
+		}
 		for _, name := range []string{"a1", "a5", "s1", "s2"} {
 			if !ready(n[name]) {
 				t.Fatalf("%s is not Ready while a4 and s3 are down", name)
@@ -425,4 +439,54 @@ func scrape(t *testing.T, kubeconfig, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestDeadVoterReplaced: with --remove-dead-after, a voter whose board
+// stays dead is removed from the store by the leader and a standby server
+// takes its place, with no administrator.
+func TestDeadVoterReplaced(t *testing.T) {
+	bin := isleBinary(t)
+	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
+	t.Cleanup(func() {
+		for _, b := range bs.all {
+			b.kill(t)
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
+			}
+		}
+	})
+	const after = "10s"
+	s1 := bs.add("d1", "server", "127.0.0.51", "--init", "--remove-dead-after", after)
+	waitFor(t, 20*time.Second, "the token", func() bool {
+		tok, err := os.ReadFile(filepath.Join(s1.dir, "token"))
+		bs.token = strings.TrimSpace(string(tok))
+		return err == nil && bs.token != ""
+	})
+	for i, addr := range []string{"127.0.0.52", "127.0.0.53", "127.0.0.54"} {
+		bs.add(fmt.Sprintf("d%d", i+2), "server", addr, "--join", "127.0.0.51", "--token", bs.token, "--remove-dead-after", after)
+	}
+	waitFor(t, 60*time.Second, "three voters and a standby", func() bool {
+		ms := memberList(t, bs, s1)
+		return raftOf(ms, "d4") == "learner" && raftOf(ms, "d2") != "" && raftOf(ms, "d3") != "" &&
+			raftOf(ms, "d2") != "learner" && raftOf(ms, "d3") != "learner"
+	})
+	victim := bs.all[2] // d3, a voter
+	victim.kill(t)
+	t0 := time.Now()
+	waitFor(t, 60*time.Second, "d3 removed and d4 a voter", func() bool {
+		ms := memberList(t, bs, s1)
+		r := raftOf(ms, "d4")
+		return raftOf(ms, "d3") == "" && (r == "voter" || r == "leader")
+	})
+	if d := time.Since(t0); d < 10*time.Second {
+		t.Fatalf("d3 was removed %v after it died, before --remove-dead-after %s", d, after)
+	}
+	logged := false
+	for _, b := range bs.all {
+		data, _ := os.ReadFile(b.logPath)
+		logged = logged || strings.Contains(string(data), "dead server removed from the store")
+	}
+	if !logged {
+		t.Fatal("no server logged the removal")
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -126,6 +128,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 			return
 		}
 		obj, err := s.store.Get(r.Context(), res, req.Namespace, req.Name, opts)
+		if apierrors.IsNotFound(err) && s.cfg.NodeLease != nil && req.Namespace == NodeLeaseNS &&
+			res.Group == coordinationv1.GroupName && res.Resource == "leases" {
+			if lease, ok := s.cfg.NodeLease(req.Name); ok {
+				obj, err = lease, nil
+			}
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -41,6 +43,11 @@ type Config struct {
 	// Extra serves paths under /isle/ (joining, say), after authentication
 	// is up to it.
 	Extra http.Handler
+	// NodeLease answers GETs of a Node's Lease in kube-node-lease that is
+	// not stored: isle's boards do not renew Leases through the store (gossip
+	// says who is alive), so one is made up from what gossip knows, for
+	// kubectl describe node and other readers. nil: none.
+	NodeLease func(node string) (*coordinationv1.Lease, bool)
 	// Metrics is the registry for /metrics. nil: a new one.
 	Metrics *prometheus.Registry
 	// IsleVersion and IsleCommit are reported in /version.

@@ -217,6 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready: func(ctx context.Context) error { return node.Sync(ctx) },
 		Extra: &joinHandler{node: node, id: id, log: log, members: members},
+		NodeLease: members.nodeLease,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {

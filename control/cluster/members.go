@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -201,3 +203,31 @@ func (m *membership) removeDead(ctx context.Context) {
 		m.log.Warn("cluster: dead server removed from the store", "name", r.Name, "dead for", time.Since(since).Round(time.Second))
 	}
 }
+
+// nodeLeaseSeconds is the duration the made-up node Leases claim: the
+// time Kubernetes gives a kubelet before its Node is NotReady.
+const nodeLeaseSeconds = 40
+
+// nodeLease makes up the Lease of a Node's board from gossip: renewed now
+// while the board is alive (SWIM probes it every second), at the time it
+// stopped answering otherwise. Nothing of it is stored.
+func (m *membership) nodeLease(node string) (*coordinationv1.Lease, bool) {
+	for _, g := range m.gossip.Members() {
+		if g.Name != node {
+			continue
+		}
+		renew := metav1.NewMicroTime(time.Now())
+		if g.State == gossip.Dead || g.State == gossip.Left {
+			renew = metav1.NewMicroTime(g.Since)
+		}
+		return &coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease, CreationTimestamp: metav1.NewTime(g.Since)},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &g.Name, LeaseDurationSeconds: ptrTo(int32(nodeLeaseSeconds)),
+				RenewTime: &renew},
+		}, true
+	}
+	return nil, false
+}
+
+func ptrTo[T any](v T) *T { return &v }

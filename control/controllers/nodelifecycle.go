@@ -192,6 +192,7 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 		if msg != "" && readyStatus(n) != corev1.ConditionUnknown {
 			if marked := c.markUnknown(ctx, nodes, n.Name, msg, now); marked != nil {
 				n = marked
+				c.markPodsNotReady(ctx, pods, n.Name, now)
 			}
 		}
 		c.syncTaints(ctx, nodes, n, now)
@@ -243,6 +244,45 @@ func (c *nodeLifecycle) markUnknown(ctx context.Context, nodes *registry.Resourc
 	}
 	c.log.Warn("nodelifecycle: node not ready", "node", name, "why", msg)
 	return obj.(*corev1.Node)
+}
+
+// markPodsNotReady sets the Ready condition of the pods on a lost board to
+// False, as Kubernetes does: their containers may be running, but nobody
+// can reach them, so Services stop sending them traffic and controllers
+// stop counting them as available.
+func (c *nodeLifecycle) markPodsNotReady(ctx context.Context, pods *registry.Resource, node string, now time.Time) {
+	list, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		c.log.Warn("nodelifecycle: list the pods of a lost node", "node", node, "err", err)
+		return
+	}
+	for i := range list.(*corev1.PodList).Items {
+		p := &list.(*corev1.PodList).Items[i]
+		if !podReady(p) {
+			continue
+		}
+		_, err := c.store.Mutate(ctx, pods, p.Namespace, p.Name, "status", func(obj runtime.Object) error {
+			pod := obj.(*corev1.Pod)
+			for j := range pod.Status.Conditions {
+				if cd := &pod.Status.Conditions[j]; cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
+					cd.Status, cd.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(now)
+				}
+			}
+			return nil
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.log.Warn("nodelifecycle: mark a pod not ready", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cd := range p.Status.Conditions {
+		if cd.Type == corev1.PodReady {
+			return cd.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // wantTaints are the NoSchedule and NoExecute taints a Node's Ready

@@ -209,6 +209,15 @@ func TestNodeLifecycleEviction(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "pi", Tolerations: tc.tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
 		e.create(t, pods, "default", p)
 	}
+	// The pods of a lost board stop being Ready.
+	if _, err := e.Mutate(e.ctx, pods, "default", "an-hour", "status", func(obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "other", Tolerations: cases[0].tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
 	e.create(t, pods, "default", other)
@@ -226,6 +235,10 @@ func TestNodeLifecycleEviction(t *testing.T) {
 		if evicted(name) {
 			t.Errorf("pod %s was evicted", name)
 		}
+	}
+	obj, _ := e.exists(t, pods, "default", "an-hour")
+	if p := obj.(*corev1.Pod); len(p.Status.Conditions) != 1 || p.Status.Conditions[0].Status != corev1.ConditionFalse {
+		t.Fatalf("a pod of the lost board is still Ready: %+v", p.Status.Conditions)
 	}
 }
 
