@@ -10,8 +10,9 @@ import (
 	"net/url"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 const podsPath = "/api/v1/namespaces/default/pods"
@@ -53,39 +54,26 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // runParallel calls op(i) for i in [0, n) from workers goroutines and
 // gathers latencies, bytes and the first error. op returns the answer's size.
 func runParallel(ctx context.Context, name string, n, workers int, op func(ctx context.Context, i int) (int, error)) opStat {
-	var next atomic.Int64
 	var mu sync.Mutex
 	st := opStat{name: name}
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				size, err := op(ctx, i)
-				took := time.Since(t0)
-				mu.Lock()
-				st.requests++
-				if err != nil {
-					st.failed++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
-				} else {
-					st.lat = append(st.lat, took)
-					st.bytes += int64(size)
-				}
-				mu.Unlock()
+	benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) {
+		t0 := time.Now()
+		size, err := op(ctx, i)
+		took := time.Since(t0)
+		mu.Lock()
+		defer mu.Unlock()
+		st.requests++
+		if err != nil {
+			st.failed++
+			if st.firstErr == nil {
+				st.firstErr = err
 			}
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		st.lat = append(st.lat, took)
+		st.bytes += int64(size)
+	})
 	st.elapsed = time.Since(start)
 	slices.Sort(st.lat)
 	st.count = len(st.lat)

@@ -3,19 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
-	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/client-go/rest"
 )
 
 // apiClient makes HTTPS requests to the server with the administrator's
@@ -26,67 +20,26 @@ type apiClient struct {
 	http *http.Client
 }
 
-// kubeconfigFile is the part of a kubeconfig the client needs.
-type kubeconfigFile struct {
-	Clusters []struct {
-		Cluster struct {
-			CA string `json:"certificate-authority-data"`
-		} `json:"cluster"`
-	} `json:"clusters"`
-	Users []struct {
-		User struct {
-			Cert string `json:"client-certificate-data"`
-			Key  string `json:"client-key-data"`
-		} `json:"user"`
-	} `json:"users"`
-}
-
 // requestTimeout bounds one request, LISTs of everything included.
 const requestTimeout = 30 * time.Second
 
-// newAdminClient runs `isle kubeconfig` on the server's data directory and
-// builds a client from the certificate, key and CA it prints.
-func newAdminClient(ctx context.Context, isle, dataDir, server string) (*apiClient, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, isle, "kubeconfig", "--data-dir", dataDir, "--server", server)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// newAdminClient builds a client with the certificate, key and CA of the
+// administrator's configuration, on a transport of its own.
+func newAdminClient(cfg *rest.Config) (*apiClient, error) {
+	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("admin client: isle kubeconfig: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	var kc kubeconfigFile
-	if err := yaml.Unmarshal(out, &kc); err != nil {
-		return nil, fmt.Errorf("admin client: parse kubeconfig: %w", err)
-	}
-	if len(kc.Clusters) != 1 || len(kc.Users) != 1 {
-		return nil, fmt.Errorf("admin client: kubeconfig has %d clusters and %d users, want 1 and 1", len(kc.Clusters), len(kc.Users))
-	}
-	var pems [3][]byte
-	for i, s := range []string{kc.Users[0].User.Cert, kc.Users[0].User.Key, kc.Clusters[0].Cluster.CA} {
-		if pems[i], err = base64.StdEncoding.DecodeString(s); err != nil {
-			return nil, fmt.Errorf("admin client: kubeconfig data field %d: %w", i, err)
-		}
-	}
-	cert, err := tls.X509KeyPair(pems[0], pems[1])
-	if err != nil {
-		return nil, fmt.Errorf("admin client: client certificate: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pems[2]) {
-		return nil, errors.New("admin client: kubeconfig's certificate-authority-data holds no certificate")
+		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	tr := &http.Transport{
 		Proxy:               nil, // all traffic stays on 127.0.0.1
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     tlsConfig,
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     5 * time.Minute,
 		DisableCompression:  true, // no gzip on loopback: measure the server, not compression
 	}
-	return &apiClient{base: server, http: &http.Client{Timeout: requestTimeout, Transport: tr}}, nil
+	return &apiClient{base: cfg.Host, http: &http.Client{Timeout: requestTimeout, Transport: tr}}, nil
 }
 
 func (c *apiClient) close() { c.http.CloseIdleConnections() }

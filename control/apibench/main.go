@@ -14,43 +14,33 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
+	"github.com/isle-cluster/isle/raft/benchkit/isleserver"
 )
 
 // options are the command-line flags.
 type options struct {
-	isle    string
+	benchkit.Flags
 	pods    int
 	writers int
 	gets    int
 	readers int
 	lists   int
-	keep    bool
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("apibench", flag.ContinueOnError)
-	fs.StringVar(&o.isle, "isle", "", "path of the isle binary (required)")
+	fs := o.NewFlagSet("apibench")
 	fs.IntVar(&o.pods, "pods", 1000, "Pods to create")
 	fs.IntVar(&o.writers, "writers", 16, "concurrent writers for the creates")
 	fs.IntVar(&o.gets, "gets", 2000, "GETs of random Pods")
 	fs.IntVar(&o.readers, "readers", 4, "concurrent readers for the GETs")
 	fs.IntVar(&o.lists, "lists", 100, "LISTs of all Pods, of each kind")
-	fs.BoolVar(&o.keep, "keep", false, "keep the data directory and the server's log")
-	if err := fs.Parse(args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("flags: unexpected arguments %q", fs.Args())
-	}
-	if o.isle == "" {
-		return o, errors.New("flags: -isle PATH is required (make build puts it in out/isle)")
 	}
 	if o.pods < 1 || o.writers < 1 || o.gets < 1 || o.readers < 1 || o.lists < 1 {
 		return o, errors.New("flags: -pods, -writers, -gets, -readers and -lists must be positive")
@@ -58,90 +48,71 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "apibench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "apibench:", err)
-		os.Exit(1)
-	}
+func main() { benchkit.Main("apibench", parseFlags, run) }
+
+// run runs the benchmark on one server and prints the report.
+func run(ctx context.Context, o options) error {
+	// Name "bench" is in every Pod's spec.nodeName once bound, so it sizes
+	// the answers: kept as earlier runs had it, for comparison.
+	srv := &isleserver.Server{Name: "bench"}
+	return srv.Run(ctx, o.Flags, "isle-apibench-", func(ctx context.Context, env benchkit.Env) error {
+		res, err := measure(ctx, srv, o)
+		if err != nil {
+			return err
+		}
+		printReport(os.Stdout, env, o, res)
+		return nil
+	})
 }
 
-// run starts the server, measures, prints, and always tears down.
-func run(ctx context.Context, o options) (err error) {
-	if _, err := os.Stat(o.isle); err != nil {
-		return fmt.Errorf("isle binary %s: %w: run make build", o.isle, err)
-	}
-	env, err := probeEnvironment(ctx, o.isle)
+// measure connects to the server and runs the creates, GETs and LISTs,
+// reading its memory before and after.
+func measure(ctx context.Context, srv *isleserver.Server, o options) (results, error) {
+	var res results
+	cfg, err := srv.RESTConfig(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	srv := &server{dir: env.tempDir}
-	defer func() {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted: stopped the server")
-		}
-		// The server's log helps only when something broke, not after Ctrl-C.
-		srv.teardown(err != nil && ctx.Err() == nil, o.keep)
-	}()
-
-	slog.Info("starting isle server", "dir", env.tempDir)
-	if err := srv.start(ctx, o.isle); err != nil {
-		return err
-	}
-	api, err := newAdminClient(ctx, o.isle, srv.dataDir(), srv.apiURL())
+	api, err := newAdminClient(cfg)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer api.close()
-	if err := srv.waitReady(ctx, api); err != nil {
-		return err
-	}
-	env.protocol, err = api.protocol(ctx)
-	if err != nil {
-		return err
+	if err := srv.WaitReady(ctx, api.http); err != nil {
+		return res, err
 	}
 
-	var res results
-	if res.memIdle, err = srv.memory(ctx); err != nil {
-		return err
+	if res.protocol, err = api.protocol(ctx); err != nil {
+		return res, err
+	}
+	if res.memIdle, err = srv.Memory(ctx); err != nil {
+		return res, err
 	}
 	slog.Info("creating pods", "pods", o.pods, "writers", o.writers)
 	created, err := createPods(ctx, api, o.pods, o.writers)
 	if err != nil {
-		return err
+		return res, err
 	}
 	res.ops = append(res.ops, created.stat)
-	if res.memCreated, err = srv.memory(ctx); err != nil {
-		return err
+	if res.memCreated, err = srv.Memory(ctx); err != nil {
+		return res, err
 	}
 	slog.Info("getting pods", "gets", o.gets, "readers", o.readers)
 	gets, err := getPods(ctx, api, created.names, o.gets, o.readers)
 	if err != nil {
-		return err
+		return res, err
 	}
 	res.ops = append(res.ops, gets)
 	for _, k := range listKinds {
 		slog.Info("listing pods", "kind", k.name, "lists", o.lists)
 		st, err := listPods(ctx, api, k, o.lists, len(created.names))
 		if err != nil {
-			return err
+			return res, err
 		}
 		res.ops = append(res.ops, st)
 	}
-	if res.memListed, err = srv.memory(ctx); err != nil {
-		return err
+	if res.memListed, err = srv.Memory(ctx); err != nil {
+		return res, err
 	}
-	printReport(os.Stdout, env, o, res)
-	return nil
+	return res, nil
 }

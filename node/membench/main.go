@@ -10,28 +10,23 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/isle-cluster/isle/raft/benchkit"
+	"github.com/isle-cluster/isle/raft/benchkit/isleserver"
 )
 
 func main() {
@@ -49,8 +44,7 @@ func main() {
 type board struct {
 	name, role, addr, dir, log string
 	args                       []string
-	cmd                        *exec.Cmd
-	exited                     chan struct{}
+	p                          *benchkit.Proc // nil while the board is down
 }
 
 func (b *board) metricsURL() string {
@@ -60,59 +54,29 @@ func (b *board) metricsURL() string {
 	return "http://" + b.addr + ":10249/metrics"
 }
 
-func (b *board) start() error {
-	f, err := os.OpenFile(b.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	b.cmd = exec.Command(b.args[0], b.args[1:]...)
-	b.cmd.Stdout, b.cmd.Stderr = f, f
-	if err := b.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", b.name, err)
-	}
-	b.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(b.cmd, b.exited)
-	return nil
+// start runs the board; one started again after a kill appends to the
+// same log.
+func (b *board) start() (err error) {
+	b.p, err = benchkit.StartProc(b.name, b.log, b.args[0], b.args[1:]...)
+	return err
 }
 
 func (b *board) kill() {
-	if b.cmd == nil {
+	if b.p == nil {
 		return
 	}
-	_ = b.cmd.Process.Signal(syscall.SIGKILL)
-	<-b.exited
-	b.cmd = nil
-}
-
-// writeBytes is write_bytes of /proc/PID/io: what the process caused to be
-// written to storage.
-func (b *board) writeBytes() (uint64, error) {
-	path := "/proc/" + strconv.Itoa(b.cmd.Process.Pid) + "/io"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "write_bytes:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s has no write_bytes", path)
+	b.p.Kill()
+	b.p = nil
 }
 
 func run(bin string, idle time.Duration, trials, agents int) error {
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("isle binary: %w (run make build)", err)
-	}
-	base, disk, err := benchkit.DataDir("isle-membench-")
+	env, err := benchkit.Probe(context.Background(), bin, "isle-membench-")
 	if err != nil {
 		return err
 	}
+	base := env.Dir
 	defer os.RemoveAll(base)
-	m := benchkit.ReadMachine()
-	fmt.Printf("machine: %d CPUs (%s), kernel %s; data on %s\n", m.CPUs, m.CPUModel, m.Kernel, disk)
+	fmt.Printf("machine: %d CPUs (%s), kernel %s; data on %s\n", env.CPUs, env.CPUModel, env.Kernel, env.Disk)
 
 	var boards []*board
 	defer func() {
@@ -157,11 +121,7 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 	// One client per server: the one asked may be the board just killed.
 	var cs clients
 	for _, srv := range boards[:3] {
-		kc := filepath.Join(base, "kubeconfig-"+srv.name)
-		if out, err := exec.Command(bin, "kubeconfig", "--data-dir", s1.dir, "-o", kc, "--server", "https://"+srv.addr+":6443").CombinedOutput(); err != nil {
-			return fmt.Errorf("kubeconfig: %v: %s", err, out)
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		cfg, err := isleserver.RESTConfig(context.Background(), bin, s1.dir, "https://"+srv.addr+":6443")
 		if err != nil {
 			return err
 		}
@@ -202,7 +162,7 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 	writes := func() ([]uint64, error) {
 		var out []uint64
 		for _, b := range boards[:3] {
-			w, err := b.writeBytes()
+			w, err := b.p.WriteBytes()
 			if err != nil {
 				return nil, err
 			}

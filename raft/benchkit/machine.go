@@ -1,6 +1,9 @@
-// Package benchkit holds what isle's benchmark commands share (the store
-// benchmark, the API benchmark): facts about the machine, and a data
-// directory on a real disk, so that fsync costs what it costs.
+// Package benchkit holds what isle's benchmark commands share: their main
+// function and common flags, facts about the machine, a data directory on
+// a real disk (so that fsync costs what it costs), the processes they start
+// with their logs and what /proc tells of them, /metrics scrapes, and the
+// formatting of their reports. It knows nothing of isle's packages;
+// isleserver, below it, runs an isle server for a benchmark.
 package benchkit
 
 import (

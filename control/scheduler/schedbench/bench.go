@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
+	"github.com/isle-cluster/isle/raft/benchkit/isleserver"
 )
 
 // results is everything measured.
@@ -56,7 +58,7 @@ type deployment struct {
 }
 
 // measure runs both experiments.
-func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o options) (results, error) {
+func measure(ctx context.Context, srv *isleserver.Server, c *kubernetes.Clientset, o options) (results, error) {
 	var res results
 
 	// Pending pods first: with no node they wait, each once tried.
@@ -75,7 +77,7 @@ func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o option
 	if err := place.waitFor(ctx, "every pending pod tried once", func(t *tracker) bool { return len(t.unschedulable) >= res.pods.count }); err != nil {
 		return res, err
 	}
-	before, err := srv.quiet(ctx, 500*time.Millisecond)
+	before, err := quiet(ctx, srv, 500*time.Millisecond)
 	if err != nil {
 		return res, err
 	}
@@ -94,7 +96,7 @@ func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o option
 		return res, err
 	}
 	res.placement = place.placement(nodesCreated)
-	after, err := srv.quiet(ctx, 500*time.Millisecond)
+	after, err := quiet(ctx, srv, 500*time.Millisecond)
 	if err != nil {
 		return res, err
 	}
@@ -115,7 +117,7 @@ func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o option
 	}
 	res.deploy = deployment{replicas: o.replicas, elapsed: deployed.lastBind().Sub(created)}
 	// Its trailing writes (Events, ReplicaSet and Deployment status) count.
-	settled, err := srv.quiet(ctx, time.Second)
+	settled, err := quiet(ctx, srv, time.Second)
 	if err != nil {
 		return res, err
 	}
@@ -123,10 +125,10 @@ func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o option
 	place.stop()
 	deployed.stop()
 
-	if res.attempts, err = srv.attempts(ctx); err != nil {
+	if res.attempts, err = attempts(ctx, srv); err != nil {
 		return res, err
 	}
-	vals, err := srv.scrape(ctx)
+	vals, err := srv.Scrape(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -138,35 +140,22 @@ func measure(ctx context.Context, srv *server, c *kubernetes.Clientset, o option
 
 // createAll calls create(i) for i in [0, n) from writers goroutines.
 func createAll(ctx context.Context, n, writers int, create func(ctx context.Context, i int) error) batch {
-	var next atomic.Int64
 	var mu sync.Mutex
 	var b batch
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				err := create(ctx, i)
-				mu.Lock()
-				if err != nil {
-					b.failed++
-					if b.firstErr == nil {
-						b.firstErr = err
-					}
-				} else {
-					b.count++
-				}
-				mu.Unlock()
+	benchkit.Parallel(ctx, n, writers, func(ctx context.Context, i int) {
+		err := create(ctx, i)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			b.failed++
+			if b.firstErr == nil {
+				b.firstErr = err
 			}
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		b.count++
+	})
 	b.elapsed = time.Since(start)
 	return b
 }

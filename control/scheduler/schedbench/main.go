@@ -26,41 +26,31 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
+	"github.com/isle-cluster/isle/raft/benchkit/isleserver"
 )
 
 // options are the command-line flags.
 type options struct {
-	isle     string
+	benchkit.Flags
 	nodes    int
 	pods     int
 	replicas int
 	writers  int
-	keep     bool
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("schedbench", flag.ContinueOnError)
-	fs.StringVar(&o.isle, "isle", "", "path of the isle binary (required)")
+	fs := o.NewFlagSet("schedbench")
 	fs.IntVar(&o.nodes, "nodes", 100, "Nodes to create")
 	fs.IntVar(&o.pods, "pods", 5000, "pending Pods to place")
 	fs.IntVar(&o.replicas, "replicas", 100, "replicas of the Deployment")
 	fs.IntVar(&o.writers, "writers", 16, "concurrent writers for the creates")
-	fs.BoolVar(&o.keep, "keep", false, "keep the data directory and the server's log")
-	if err := fs.Parse(args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("flags: unexpected arguments %q", fs.Args())
-	}
-	if o.isle == "" {
-		return o, errors.New("flags: -isle PATH is required (make build puts it in out/isle)")
 	}
 	if o.nodes < 2 || o.pods < 1 || o.replicas < 1 || o.writers < 1 {
 		return o, errors.New("flags: -nodes must be at least 2; -pods, -replicas and -writers positive")
@@ -71,57 +61,21 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedbench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("schedbench", parseFlags, run) }
 
-// run starts the server, measures, prints, and always tears down.
-func run(ctx context.Context, o options) (err error) {
-	if _, err := os.Stat(o.isle); err != nil {
-		return fmt.Errorf("isle binary %s: %w: run make build", o.isle, err)
-	}
-	env, err := probeEnvironment(ctx, o.isle)
-	if err != nil {
-		return err
-	}
-	srv := &server{dir: env.tempDir}
-	defer func() {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted: stopped the server")
+// run runs the benchmark on one server and prints the report.
+func run(ctx context.Context, o options) error {
+	srv := &isleserver.Server{}
+	return srv.Run(ctx, o.Flags, "isle-schedbench-", func(ctx context.Context, env benchkit.Env) error {
+		c, err := connect(ctx, srv)
+		if err != nil {
+			return err
 		}
-		srv.teardown(err != nil && ctx.Err() == nil, o.keep)
-	}()
-
-	slog.Info("starting isle server", "dir", env.tempDir)
-	if err := srv.start(ctx, o.isle); err != nil {
-		return err
-	}
-	c, err := newClient(ctx, o.isle, srv.dataDir(), srv.apiURL())
-	if err != nil {
-		return err
-	}
-	if err := srv.waitReady(ctx, c); err != nil {
-		return err
-	}
-	res, err := measure(ctx, srv, c, o)
-	if err != nil {
-		return err
-	}
-	printReport(os.Stdout, env, o, res)
-	return nil
+		res, err := measure(ctx, srv, c, o)
+		if err != nil {
+			return err
+		}
+		printReport(os.Stdout, env, o, res)
+		return nil
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // Targets the scheduler is held to.
@@ -15,11 +17,9 @@ const (
 
 // printReport writes the environment, the measurements and the targets as
 // markdown.
-func printReport(w io.Writer, env environment, o options, r results) {
+func printReport(w io.Writer, env benchkit.Env, o options, r results) {
 	fmt.Fprintf(w, "## Scheduler benchmark: one isle server, HTTPS on loopback\n\n")
-	fmt.Fprintf(w, "- isle: %s\n", env.isleVersion)
-	fmt.Fprintf(w, "- kernel %s, %d CPUs (%s), client built with %s\n", env.kernel, env.cpus, env.cpuModel, env.goVersion)
-	fmt.Fprintf(w, "- data: %s on %s\n", env.tempDir, env.disk)
+	env.WriteMarkdown(w)
 	fmt.Fprintf(w, "- %d Nodes (Node objects with a Ready status, no agents; half arm64 with 8 GiB, half arm with 1 GiB, "+
 		"4 CPUs and %d pods each); Pods request 10m CPU and 16 MiB and select those Nodes (not the server's own), "+
 		"every other pending one selects arm64 too; "+
@@ -27,14 +27,14 @@ func printReport(w io.Writer, env environment, o options, r results) {
 
 	fmt.Fprintln(w, "| step | count | time s | rate/s | raft writes per pod |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
-	fmt.Fprintf(w, "| create pending Pods (each tried: no node of theirs) | %d | %.2f | %s | |\n", r.pods.count, r.pods.elapsed.Seconds(), group(r.pods.perSec()))
-	fmt.Fprintf(w, "| create Nodes | %d | %.2f | %s | |\n", r.nodes.count, r.nodes.elapsed.Seconds(), group(r.nodes.perSec()))
+	fmt.Fprintf(w, "| create pending Pods (each tried: no node of theirs) | %d | %.2f | %s | |\n", r.pods.count, r.pods.elapsed.Seconds(), benchkit.Group(r.pods.perSec()))
+	fmt.Fprintf(w, "| create Nodes | %d | %.2f | %s | |\n", r.nodes.count, r.nodes.elapsed.Seconds(), benchkit.Group(r.nodes.perSec()))
 	p := r.placement
 	fmt.Fprintf(w, "| place the pending Pods (first Node create → last Pod bound) | %d | %.2f | %s | %.2f |\n",
-		p.pods, p.elapsed.Seconds(), group(float64(p.pods)/p.elapsed.Seconds()), p.writes/float64(max(1, p.pods)))
+		p.pods, p.elapsed.Seconds(), benchkit.Group(float64(p.pods)/p.elapsed.Seconds()), p.writes/float64(max(1, p.pods)))
 	d := r.deploy
 	fmt.Fprintf(w, "| Deployment of %d replicas (create → last Pod bound) | %d | %.2f | %s | %.2f |\n",
-		d.replicas, d.replicas, d.elapsed.Seconds(), group(float64(d.replicas)/d.elapsed.Seconds()), d.writes/float64(d.replicas))
+		d.replicas, d.replicas, d.elapsed.Seconds(), benchkit.Group(float64(d.replicas)/d.elapsed.Seconds()), d.writes/float64(d.replicas))
 	fmt.Fprintln(w, "\nraft writes per pod: entries the server applied (isle_raft_applied_index) from the start of the step "+
 		"until it went quiet, divided by its pods; placement: binds, Scheduled Events and the status writes of pods "+
 		"tried while few Nodes existed (the Node creates excluded); Deployment: the pod creates and binds, their Events, "+
@@ -58,36 +58,16 @@ func printReport(w io.Writer, env environment, o options, r results) {
 	fmt.Fprintln(w, "\nTargets:")
 	fmt.Fprintln(w)
 	rate := float64(p.pods) / p.elapsed.Seconds()
-	fmt.Fprintf(w, "- placement ≥ %s decisions/s with %d nodes: %s (%s/s)\n", group(targetDecisions), o.nodes,
-		verdict(rate >= targetDecisions && p.pods == r.pods.count && p.wrongArch == 0), group(rate))
+	fmt.Fprintf(w, "- placement ≥ %s decisions/s with %d nodes: %s (%s/s)\n", benchkit.Group(targetDecisions), o.nodes,
+		benchkit.Verdict(rate >= targetDecisions && p.pods == r.pods.count && p.wrongArch == 0), benchkit.Group(rate))
 	fmt.Fprintf(w, "- Deployment of %d replicas bound within %v: %s (%.2f s)\n", d.replicas, targetDeploy,
-		verdict(d.elapsed <= targetDeploy), d.elapsed.Seconds())
+		benchkit.Verdict(d.elapsed <= targetDeploy), d.elapsed.Seconds())
 }
 
 func attemptsLine(a map[string]float64) string {
 	var parts []string
 	for _, result := range []string{"scheduled", "unschedulable", "error"} {
-		parts = append(parts, fmt.Sprintf("%s %s", group(a[result]), result))
+		parts = append(parts, fmt.Sprintf("%s %s", benchkit.Group(a[result]), result))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "holds"
-	}
-	return "MISSED"
-}
-
-// group formats a number rounded to an integer with thousands separators.
-func group(f float64) string {
-	s := fmt.Sprintf("%d", int64(f+0.5))
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

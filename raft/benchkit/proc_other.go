@@ -1,10 +1,10 @@
 //go:build !linux
 
-package main
+package benchkit
 
 import "syscall"
 
-// childAttr puts the server in its own process group.
+// childAttr puts a child in its own process group.
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,0 +1,93 @@
+package benchkit
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startSh runs a shell script as a Proc, stopped when the test ends.
+func startSh(t *testing.T, script string) *Proc {
+	t.Helper()
+	p, err := StartProc("sh", filepath.Join(t.TempDir(), "sh.log"), "/bin/sh", "-c", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second) })
+	return p
+}
+
+func TestProcReadsProc(t *testing.T) {
+	p := startSh(t, "exec sleep 60")
+	rss, peak, err := p.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss == 0 || peak < rss {
+		t.Fatalf("Memory() = %d, %d: want a resident set, and a peak at least as large", rss, peak)
+	}
+	if rss%1024 != 0 {
+		t.Fatalf("Memory() = %d: want kB scaled to bytes", rss)
+	}
+	if _, err := p.WriteBytes(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProcDeadShowsLog(t *testing.T) {
+	p := startSh(t, "echo one; echo two; exit 3")
+	err := WaitFor(context.Background(), 10*time.Second, "the exit", []*Proc{p}, func(context.Context) error {
+		return errors.New("still waiting")
+	})
+	if err == nil || !strings.Contains(err.Error(), "sh exited (exit status 3)") || !strings.Contains(err.Error(), "  one\n  two") {
+		t.Fatalf("WaitFor = %v, want the exit and the log", err)
+	}
+	if _, _, err := p.Memory(); err == nil {
+		t.Fatal("Memory of an exited process: no error")
+	}
+}
+
+func TestProcStop(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+	}{
+		{"ends on SIGTERM", "echo ready; exec sleep 60"},
+		{"ignores SIGTERM", "trap '' TERM; echo ready; while :; do sleep 0.1; done"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startSh(t, tc.script)
+			err := WaitFor(context.Background(), 10*time.Second, "ready", []*Proc{p}, func(context.Context) error {
+				if !strings.Contains(p.Tail(1), "ready") {
+					return errors.New("not yet")
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { p.Stop(200 * time.Millisecond); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Stop did not return")
+			}
+			if p.Dead() == nil {
+				t.Fatal("the process runs after Stop")
+			}
+		})
+	}
+}
+
+func TestWaitForTimesOut(t *testing.T) {
+	p := startSh(t, "exec sleep 60")
+	err := WaitFor(context.Background(), 100*time.Millisecond, "nothing", []*Proc{p}, func(context.Context) error {
+		return errors.New("never")
+	})
+	if err == nil || !strings.Contains(err.Error(), "wait for nothing: timed out after 100ms: never") {
+		t.Fatalf("WaitFor = %v, want a timeout", err)
+	}
+}
