@@ -215,8 +215,8 @@ func Run(ctx context.Context, cfg Config) error {
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
-		Ready: func(ctx context.Context) error { return node.Sync(ctx) },
-		Extra: &joinHandler{node: node, id: id, log: log, members: members},
+		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
+		Extra:     &joinHandler{node: node, id: id, log: log, members: members},
 		NodeLease: members.nodeLease,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)

@@ -548,7 +548,7 @@ func (s *deploySync) reconcileOldReplicaSets() (bool, error) {
 	}
 	allPods := oldPods + deployReplicas(s.newRS)
 	minAvailable := deployWanted(s.d) - deployMaxUnavailable(s.d)
-	newUnavailable := deployReplicas(s.newRS) - s.newRS.Status.AvailableReplicas
+	newUnavailable := deployReplicas(s.newRS) - deployAvailable(s.newRS)
 	// Room to scale down: what is above minAvailable, less the new pods
 	// that are not available yet (they may never be).
 	room := allPods - minAvailable - newUnavailable
@@ -577,10 +577,10 @@ func (s *deploySync) scaleDownUnhealthy(room int32) (int32, error) {
 			break
 		}
 		n := deployReplicas(rs)
-		if n == 0 || n <= rs.Status.AvailableReplicas {
+		if n == 0 || n <= deployAvailable(rs) {
 			continue
 		}
-		down := min(room-total, n-rs.Status.AvailableReplicas)
+		down := min(room-total, n-deployAvailable(rs))
 		if _, err := s.scaleIfNeeded(rs, n-down); err != nil {
 			return total, err
 		}
@@ -595,7 +595,7 @@ func (s *deploySync) scaleDownOld() (int32, error) {
 	minAvailable := deployWanted(s.d) - deployMaxUnavailable(s.d)
 	var available int32
 	for _, rs := range s.all() {
-		available += rs.Status.AvailableReplicas
+		available += deployAvailable(rs)
 	}
 	if available <= minAvailable {
 		return 0, nil

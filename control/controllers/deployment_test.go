@@ -478,6 +478,77 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 	}
 }
 
+// The ReplicaSet controller lags: when the Deployment has scaled the old
+// ReplicaSet from 3 to 2 and the new one from 1 to 2, the old one's status
+// may still count 3 available pods, because the ReplicaSet controller has
+// not synced the new size yet, or because it computed the status from the
+// pods it listed before deleting the surplus one. Only 2 old pods remain,
+// so with 2 new ones available the old ReplicaSet may go to 1, not 0.
+func TestDeploymentRollingUpdateOldStatusLags(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// old is the status of the old ReplicaSet (now at 2 replicas) when
+		// the second new pod becomes available.
+		old func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetStatus
+	}{
+		{"new size not synced yet", func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetStatus {
+			return rs.Status
+		}},
+		{"status counts the pod just deleted", func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetStatus {
+			return appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, ObservedGeneration: rs.Generation}
+		}},
+		{"status up to date", func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetStatus {
+			return appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, ObservedGeneration: rs.Generation}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDeployEnv(t, 0)
+			zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+			d := e.createDeployment("web", 3, func(d *appsv1.Deployment) {
+				d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
+			})
+			e.settleUntilRolledOut("web")
+			e.setImage("web", "busybox:2")
+
+			// The first new pod becomes available: the old ReplicaSet goes
+			// to 2, then the new one to 2.
+			var rss []*appsv1.ReplicaSet
+			deployEventually(t, "old 2, new 2", func() bool {
+				rss = e.replicaSets(d)
+				if len(rss) == 2 && rss[1].Status.ObservedGeneration == 0 && *rss[1].Spec.Replicas == 1 {
+					e.setStatus(rss[1], appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+						ObservedGeneration: rss[1].Generation})
+				}
+				return len(rss) == 2 && *rss[0].Spec.Replicas == 2 && *rss[1].Spec.Replicas == 2
+			})
+			old, cur := rss[0], rss[1]
+			if old.Status.ObservedGeneration == old.Generation {
+				t.Fatalf("the old ReplicaSet's status is of generation %d already", old.Generation)
+			}
+			e.setStatus(old, c.old(old))
+			// The second new pod becomes available.
+			e.setStatus(cur, appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+				ObservedGeneration: cur.Generation})
+			e.waitSynced("web")
+			rss = e.replicaSets(d)
+			if n := *rss[0].Spec.Replicas; n != 1 {
+				t.Fatalf("the old ReplicaSet scaled to %d, want 1: 2 old and 2 new pods, at least 3 must stay available", n)
+			}
+		})
+	}
+}
+
+// setStatus writes a ReplicaSet's status, as the ReplicaSet controller.
+func (e *deployEnv) setStatus(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) {
+	e.t.Helper()
+	if _, err := e.Mutate(e.ctx, e.rsRes, "default", rs.Name, "status", func(obj runtime.Object) error {
+		obj.(*appsv1.ReplicaSet).Status = st
+		return nil
+	}); err != nil {
+		e.t.Fatalf("write status of %s: %v", rs.Name, err)
+	}
+}
+
 func TestDeploymentRecreate(t *testing.T) {
 	e := newDeployEnv(t, 0)
 	d := e.createDeployment("web", 2, func(d *appsv1.Deployment) {

@@ -84,6 +84,18 @@ func deployReplicas(rs *appsv1.ReplicaSet) int32 {
 	return *rs.Spec.Replicas
 }
 
+// deployAvailable is how many of a ReplicaSet's available replicas a
+// rolling update may count on: never more than its spec.replicas. Right
+// after the Deployment scales a ReplicaSet down, its status still counts
+// the surplus pods, either because the ReplicaSet controller has not
+// synced the new size yet, or because it computes the status from the pods
+// it listed before deleting the surplus (as Kubernetes' does). Counting
+// them would let a second scale-down take away pods the first one already
+// took, and the Deployment would fall below maxUnavailable.
+func deployAvailable(rs *appsv1.ReplicaSet) int32 {
+	return min(rs.Status.AvailableReplicas, deployReplicas(rs))
+}
+
 func deployWanted(d *appsv1.Deployment) int32 {
 	if d.Spec.Replicas == nil {
 		return 1

@@ -37,7 +37,6 @@ func startMember(t *testing.T, meta gossip.Meta, key []byte) (*gossip.Gossip, st
 	return nil, ""
 }
 
-
 // An agent talks to whichever server gossip says is alive: when the one
 // it used dies, the next connection goes to another, with no load
 // balancer.
