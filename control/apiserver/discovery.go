@@ -95,10 +95,17 @@ func (s *Server) groups() []metav1.APIGroup {
 		}
 		out[i].Versions = append(out[i].Versions, v)
 	}
+	if s.cfg.Usage != nil {
+		out = append(out, metricsGroup())
+	}
 	return out
 }
 
 func (s *Server) writeResourceList(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) {
+	if gv == metricsGV && s.cfg.Usage != nil {
+		writeBody(w, http.StatusOK, output{}, metricsResourceList())
+		return
+	}
 	rs := s.store.Resources().InGroupVersion(gv)
 	if len(rs) == 0 {
 		s.writeError(w, r, notFound())
@@ -156,6 +163,10 @@ func (s *Server) writeAggregated(w http.ResponseWriter, version string, legacy b
 	list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + version}}
 	for _, g := range s.groups() {
 		if (g.Name == "") != legacy {
+			continue
+		}
+		if g.Name == metricsGV.Group {
+			list.Items = append(list.Items, metricsGroupDiscovery())
 			continue
 		}
 		gd := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.Name}}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -50,6 +51,10 @@ type Config struct {
 	NodeLease func(node string) (*coordinationv1.Lease, bool)
 	// Metrics is the registry for /metrics. nil: a new one.
 	Metrics *prometheus.Registry
+	// Usage keeps the resource usage nodes report (POST to
+	// resourcemetrics.ReportPath); metrics.k8s.io/v1beta1 is served from
+	// it, for kubectl top. nil: neither is served.
+	Usage *resourcemetrics.Cache
 	// IsleVersion and IsleCommit are reported in /version.
 	IsleVersion, IsleCommit string
 	Logger                  *slog.Logger
@@ -112,7 +117,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		s.serveHealth(w, r)
 		return "health", ""
 	}
-	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil {
+	// Usage reports are authenticated by the node credential, like the
+	// Kubernetes API, not by the cluster token as the rest of /isle/ is.
+	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil && !(path == resourcemetrics.ReportPath && s.cfg.Usage != nil) {
 		s.cfg.Extra.ServeHTTP(w, r)
 		return "isle", ""
 	}
@@ -129,6 +136,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	case path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
 		return "openapi", ""
+	case path == resourcemetrics.ReportPath && s.cfg.Usage != nil:
+		s.serveReport(w, r, u)
+		return "report", ""
+	case strings.HasPrefix(path, metricsPrefix) && strings.Trim(path[len(metricsPrefix):], "/") != "" && s.cfg.Usage != nil:
+		return s.serveMetrics(w, r)
 	case path == "/openapi/v2":
 		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "",
 			"isle serves OpenAPI v3 only (/openapi/v3)", 0, false))

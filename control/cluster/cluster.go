@@ -27,6 +27,7 @@ import (
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/events"
+	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
@@ -207,6 +208,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR})
+	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
+	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
 	members := &membership{node: node, gossip: g, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
 	servingTLS, err := servingConfig(id, cfg)
 	if err != nil {
@@ -217,7 +220,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
 		Extra:     &joinHandler{node: node, id: id, log: log, members: members},
-		NodeLease: members.nodeLease,
+		NodeLease: members.nodeLease, Usage: usage,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
@@ -259,7 +262,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}()
 		}
 		bootstrapObjects(ctx, store, id, log)
-		table := append(controllers.Table(store, log),
+		table := append(controllers.Table(store, log, controllers.WithHPA(controllers.HPAConfig{Metrics: usage})),
 			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)
 	})

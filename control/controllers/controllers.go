@@ -20,8 +20,19 @@ type Controller interface {
 	Run(ctx context.Context)
 }
 
+// Option configures a controller of the table.
+type Option func(*tableOptions)
+
+type tableOptions struct {
+	hpa HPAConfig
+}
+
 // Table returns every controller, in start order.
-func Table(store *registry.Store, log *slog.Logger) []Controller {
+func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller {
+	var o tableOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events")})
 	return []Controller{
 		ev,
@@ -33,6 +44,7 @@ func Table(store *registry.Store, log *slog.Logger) []Controller {
 		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
 		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
 		newPersistentVolumes(store, log.With("controller", "persistentvolume"), ev),
+		newHPAController(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
 		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/gossip"
 )
@@ -37,7 +38,10 @@ type Config struct {
 	// Fallback API addresses, used until gossip knows a server.
 	Fallback    []string
 	KubeVersion string
-	Logger      *slog.Logger
+	// PodStats gives the usage of the board's pods for the usage reports;
+	// nil: NoPodStats (this board runs no containers yet).
+	PodStats PodStats
+	Logger   *slog.Logger
 }
 
 // Agent is a running node agent.
@@ -71,6 +75,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
 		"memory", facts.Memory)
+	stats, err := newStatsPusher(cfg.Credential, a.servers, cfg.PodStats, a.log)
+	if err != nil {
+		return err
+	}
+	go stats.run(ctx, resourcemetrics.ReportInterval)
 	return a.run(ctx)
 }
 
