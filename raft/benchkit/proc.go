@@ -28,6 +28,13 @@ type Proc struct {
 // stops it; on Linux it is also killed when the benchmark dies without
 // doing so.
 func StartProc(name, logPath, bin string, args ...string) (*Proc, error) {
+	return StartProcEnv(name, logPath, nil, bin, args...)
+}
+
+// StartProcEnv is StartProc with env as the process's environment, for a
+// program that takes settings from variables this process may carry. A
+// nil env is this process's environment.
+func StartProcEnv(name, logPath string, env []string, bin string, args ...string) (*Proc, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: open log: %w", name, err)
@@ -36,6 +43,7 @@ func StartProc(name, logPath, bin string, args ...string) (*Proc, error) {
 	defer log.Close()
 	p := &Proc{name: name, logPath: logPath, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.Env = env
 	p.cmd.SysProcAttr = childAttr()
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -43,6 +51,9 @@ func StartProc(name, logPath, bin string, args ...string) (*Proc, error) {
 	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
 	return p, nil
 }
+
+// Name is the name the process was started under.
+func (p *Proc) Name() string { return p.name }
 
 // Pid is the process's id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }

@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,5 +90,38 @@ func TestWaitForTimesOut(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "wait for nothing: timed out after 100ms: never") {
 		t.Fatalf("WaitFor = %v, want a timeout", err)
+	}
+}
+
+func TestStartProcEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"nil: this process's environment", nil, "[inherited]"},
+		{"given environment", []string{"BENCHKIT_TEST=given"}, "[given]"},
+		{"empty environment", []string{}, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("BENCHKIT_TEST", "inherited")
+			p, err := StartProcEnv("sh", filepath.Join(t.TempDir(), "sh.log"), tc.env, "/bin/sh", "-c", `echo "[$BENCHKIT_TEST]"; exec sleep 60`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Stop(time.Second) })
+			if p.Name() != "sh" {
+				t.Fatalf("Name() = %q, want sh", p.Name())
+			}
+			err = WaitFor(context.Background(), 10*time.Second, "the echo", []*Proc{p}, func(context.Context) error {
+				if got := strings.TrimSpace(p.Tail(1)); got != tc.want {
+					return fmt.Errorf("log says %q, want %q", got, tc.want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

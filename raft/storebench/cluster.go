@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // cluster is a three-member store under test.
@@ -12,7 +14,7 @@ type cluster interface {
 	// system names it in the tables: "isle" or "etcd".
 	system() string
 	// procs are its member processes, in member order.
-	procs() []*proc
+	procs() []*benchkit.Proc
 	// put writes key=value through member i (a follower forwards to the leader).
 	put(ctx context.Context, i int, key string, value []byte) error
 	// metricsURLs are the members' Prometheus endpoints.
@@ -38,9 +40,9 @@ func newHTTPClient() *http.Client {
 }
 
 // sumWriteBytes reads write_bytes of every process.
-func sumWriteBytes(ps []*proc) (total uint64, each []uint64, err error) {
+func sumWriteBytes(ps []*benchkit.Proc) (total uint64, each []uint64, err error) {
 	for _, p := range ps {
-		n, err := p.writeBytes()
+		n, err := p.WriteBytes()
 		if err != nil {
 			return 0, nil, err
 		}

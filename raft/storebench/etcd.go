@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // etcdCluster is three etcd processes in a static cluster on loopback,
@@ -26,13 +28,13 @@ type etcdCluster struct {
 
 type etcdMember struct {
 	name, clientURL string
-	p               *proc
+	p               *benchkit.Proc
 }
 
 func (c *etcdCluster) system() string { return "etcd" }
 
-func (c *etcdCluster) procs() []*proc {
-	var ps []*proc
+func (c *etcdCluster) procs() []*benchkit.Proc {
+	var ps []*benchkit.Proc
 	for _, m := range c.members {
 		ps = append(ps, m.p)
 	}
@@ -112,7 +114,7 @@ func startEtcd(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 		m.p = p
 		c.members = append(c.members, m)
 	}
-	if err := waitFor(ctx, 60*time.Second, "etcd: 3 healthy members", c.procs(), c.ready); err != nil {
+	if err := benchkit.WaitFor(ctx, 60*time.Second, "etcd: 3 healthy members", c.procs(), c.ready); err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
 	slog.Info("etcd ready", "client", c.members[0].clientURL+" "+c.members[1].clientURL+" "+c.members[2].clientURL)

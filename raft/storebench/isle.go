@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/isle-cluster/isle/raft/benchkit"
 	"github.com/isle-cluster/isle/raft/storeapi"
 )
 
@@ -22,14 +25,14 @@ type isleCluster struct {
 
 type isleMember struct {
 	name, storeAddr string
-	p               *proc
+	p               *benchkit.Proc
 	c               *storeapi.Client
 }
 
 func (c *isleCluster) system() string { return "isle" }
 
-func (c *isleCluster) procs() []*proc {
-	var ps []*proc
+func (c *isleCluster) procs() []*benchkit.Proc {
+	var ps []*benchkit.Proc
 	for _, m := range c.members {
 		ps = append(ps, m.p)
 	}
@@ -53,9 +56,18 @@ func (c *isleCluster) fsyncMetric() string { return "isle_raft_wal_sync_seconds"
 
 // startIsle starts b1 with --init, then b2 and b3 joining it, and waits
 // until all three are voters with a leader. ports: three store, three
-// raft, three API.
+// raft, three API, three gossip.
 func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *http.Client) (*isleCluster, error) {
 	c := &isleCluster{}
+	// A board that gossips joins through gossip, on a port of its own so
+	// that the three members (and a demo on the machine) do not collide;
+	// older binaries, benchmarked for comparison, join through the API.
+	help, _ := exec.CommandContext(ctx, bin, "server", "--help").CombinedOutput()
+	gossip := bytes.Contains(help, []byte("--gossip-port"))
+	joinAddr := "127.0.0.1:" + strconv.Itoa(ports[6])
+	if gossip {
+		joinAddr = "127.0.0.1:" + strconv.Itoa(ports[9])
+	}
 	for i := range 3 {
 		name := "b" + strconv.Itoa(i+1)
 		dir := filepath.Join(ws.dir, "isle-"+name)
@@ -65,6 +77,9 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 		m := &isleMember{name: name, storeAddr: "127.0.0.1:" + strconv.Itoa(ports[i])}
 		args := []string{"server", "--name", name, "--data-dir", dir, "--address", "127.0.0.1",
 			"--store-addr", m.storeAddr, "--raft-port", strconv.Itoa(ports[3+i]), "--api-port", strconv.Itoa(ports[6+i])}
+		if gossip {
+			args = append(args, "--gossip-port", strconv.Itoa(ports[9+i]))
+		}
 		if i == 0 {
 			args = append(args, "--init")
 		} else {
@@ -72,15 +87,15 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 			if err != nil {
 				return nil, fmt.Errorf("start isle %s: read b1's token: %w", name, err)
 			}
-			args = append(args, "--join", "127.0.0.1:"+strconv.Itoa(ports[6]), "--token", strings.TrimSpace(string(tok)))
+			args = append(args, "--join", joinAddr, "--token", strings.TrimSpace(string(tok)))
 		}
-		p, err := ws.start("isle-"+name, os.Environ(), bin, args...)
+		p, err := ws.start("isle-"+name, nil, bin, args...)
 		if err != nil {
 			return nil, fmt.Errorf("start isle: %w", err)
 		}
 		m.p, m.c = p, storeapi.NewClient(m.storeAddr, hc)
 		c.members = append(c.members, m)
-		err = waitFor(ctx, 30*time.Second, "isle "+name+" to answer", []*proc{p}, func(ctx context.Context) error {
+		err = benchkit.WaitFor(ctx, 30*time.Second, "isle "+name+" to answer", []*benchkit.Proc{p}, func(ctx context.Context) error {
 			_, err := m.c.Status(ctx)
 			return err
 		})
@@ -88,7 +103,7 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 			return nil, fmt.Errorf("start isle: %w", err)
 		}
 	}
-	err := waitFor(ctx, 60*time.Second, "isle: 3 voters and a leader", c.procs(), c.ready)
+	err := benchkit.WaitFor(ctx, 60*time.Second, "isle: 3 voters and a leader", c.procs(), c.ready)
 	if err != nil {
 		return nil, fmt.Errorf("start isle: %w", err)
 	}

@@ -52,29 +52,15 @@ func measureCell(ctx context.Context, c cluster, writers int, o options, value [
 			return r, fmt.Errorf("warm-up %s with %d writers: no write succeeded: %v", r.system, writers, w.firstErr)
 		}
 	}
-	if err := sleep(ctx, settle); err != nil {
+	io0, m0, err := settledCounters(ctx, c)
+	if err != nil {
 		return r, err
-	}
-	io0, _, err := sumWriteBytes(c.procs())
-	if err != nil {
-		return r, fmt.Errorf("measure %s: %w", r.system, err)
-	}
-	m0, err := scrapeFsyncs(ctx, c)
-	if err != nil {
-		return r, fmt.Errorf("measure %s: %w", r.system, err)
 	}
 	slog.Info("measuring", "system", r.system, "writers", writers, "for", o.duration)
 	l := runLoad(ctx, c, writers, o.duration, value)
-	if err := sleep(ctx, settle); err != nil {
+	io1, m1, err := settledCounters(ctx, c)
+	if err != nil {
 		return r, err
-	}
-	io1, _, err := sumWriteBytes(c.procs())
-	if err != nil {
-		return r, fmt.Errorf("measure %s: %w", r.system, err)
-	}
-	m1, err := scrapeFsyncs(ctx, c)
-	if err != nil {
-		return r, fmt.Errorf("measure %s: %w", r.system, err)
 	}
 	if l.writes == 0 {
 		return r, fmt.Errorf("measure %s with %d writers: no write succeeded: %v", r.system, writers, l.firstErr)
@@ -86,6 +72,21 @@ func measureCell(ctx context.Context, c cluster, writers int, o options, value [
 	slog.Info("cell done", "system", r.system, "writers", writers, "writes/s", int(r.writesPerSec()),
 		"p50", r.p50, "p99", r.p99, "max", l.lat[len(l.lat)-1], "failed", r.failed)
 	return r, nil
+}
+
+// settledCounters lets the cluster settle, then reads the write_bytes of
+// its processes and its members' fsync totals.
+func settledCounters(ctx context.Context, c cluster) (diskBytes uint64, fsyncs fsyncTotals, err error) {
+	if err := sleep(ctx, settle); err != nil {
+		return 0, fsyncs, err
+	}
+	if diskBytes, _, err = sumWriteBytes(c.procs()); err != nil {
+		return 0, fsyncs, fmt.Errorf("measure %s: %w", c.system(), err)
+	}
+	if fsyncs, err = scrapeFsyncs(ctx, c); err != nil {
+		return 0, fsyncs, fmt.Errorf("measure %s: %w", c.system(), err)
+	}
+	return diskBytes, fsyncs, nil
 }
 
 // loadResult is what the writers saw.
@@ -212,7 +213,7 @@ func measureIdle(ctx context.Context, cs []cluster, d time.Duration) ([]idleResu
 		r := idleResult{system: c.system(), elapsed: elapsed}
 		for j, p := range c.procs() {
 			bps := float64(each[j]-before[i][j]) / elapsed.Seconds()
-			r.names = append(r.names, p.name)
+			r.names = append(r.names, p.Name())
 			r.perSec = append(r.perSec, bps)
 			r.total += bps
 		}

@@ -17,14 +17,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/isle-cluster/isle/raft/benchkit"
@@ -32,36 +29,27 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	isle      string
+	benchkit.Flags
 	etcd      string
 	duration  time.Duration
 	warmup    time.Duration
 	idle      time.Duration
 	writers   []int
 	valueSize int
-	keep      bool
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	var writers string
-	fs := flag.NewFlagSet("storebench", flag.ContinueOnError)
-	fs.StringVar(&o.isle, "isle", "", "path of the isle binary (required)")
+	fs := o.NewFlagSet("storebench")
 	fs.StringVar(&o.etcd, "etcd", "/usr/bin/etcd", "path of the etcd binary (Debian's etcd-server)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time of each cell")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each cell")
 	fs.DurationVar(&o.idle, "idle", 60*time.Second, "how long to measure the idle clusters' disk writes")
 	fs.StringVar(&writers, "writers", "1,16,64", "comma-separated numbers of concurrent writers")
 	fs.IntVar(&o.valueSize, "value-size", 1024, "bytes per value")
-	fs.BoolVar(&o.keep, "keep", false, "keep the data directories and logs")
-	if err := fs.Parse(args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("flags: unexpected arguments %q", fs.Args())
-	}
-	if o.isle == "" {
-		return o, errors.New("flags: -isle PATH is required (make build puts it in out/isle)")
 	}
 	for _, s := range strings.Split(writers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -79,57 +67,37 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storebench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("storebench", parseFlags, run) }
 
 // run sets everything up, measures, prints, and always tears down.
 func run(ctx context.Context, o options) (err error) {
-	if err := checkBinaries(o); err != nil {
-		return err
-	}
 	env, err := probeEnvironment(ctx, o)
 	if err != nil {
 		return err
 	}
-	ws := newWorkspace(env.tempDir)
+	ws := newWorkspace(env.Dir)
 	defer func() {
 		if ctx.Err() != nil {
 			err = errors.New("interrupted: stopped every member")
 		}
 		// Member logs help only when something broke, not after Ctrl-C.
-		ws.teardown(err != nil && ctx.Err() == nil, o.keep)
+		ws.teardown(err != nil && ctx.Err() == nil, o.Keep)
 	}()
 
-	ports, err := benchkit.FreePorts(15)
+	ports, err := benchkit.FreePorts(18)
 	if err != nil {
 		return err
 	}
 	hc := newHTTPClient()
 	defer hc.CloseIdleConnections()
 
-	slog.Info("starting isle members", "dir", env.tempDir)
-	isle, err := startIsle(ctx, ws, o.isle, ports[:9], hc)
+	slog.Info("starting isle members", "dir", env.Dir)
+	isle, err := startIsle(ctx, ws, o.Isle, ports[:12], hc)
 	if err != nil {
 		return err
 	}
 	slog.Info("starting etcd members")
-	etcd, err := startEtcd(ctx, ws, o.etcd, ports[9:], hc)
+	etcd, err := startEtcd(ctx, ws, o.etcd, ports[12:], hc)
 	if err != nil {
 		return err
 	}
@@ -151,16 +119,5 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	printReport(os.Stdout, env, o, cells, idle)
-	return nil
-}
-
-// checkBinaries fails early, and clearly, when a binary is missing.
-func checkBinaries(o options) error {
-	if _, err := os.Stat(o.etcd); err != nil {
-		return fmt.Errorf("etcd binary %s: %w: run make setup (it installs Debian's etcd-server)", o.etcd, err)
-	}
-	if _, err := os.Stat(o.isle); err != nil {
-		return fmt.Errorf("isle binary %s: %w: run make build", o.isle, err)
-	}
 	return nil
 }

@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // Targets isle is held to.
@@ -17,9 +18,9 @@ const (
 // printReport writes the environment and the markdown tables.
 func printReport(w io.Writer, env environment, o options, cells []cellResult, idle []idleResult) {
 	fmt.Fprintf(w, "## Store benchmark: isle vs etcd, 3 members each on loopback\n\n")
-	fmt.Fprintf(w, "- isle: %s\n- etcd: %s (default fsync, v3 JSON gateway)\n", env.isleVersion, env.etcdVersion)
-	fmt.Fprintf(w, "- kernel %s, %d CPUs (%s)\n", env.kernel, env.cpus, env.cpuModel)
-	fmt.Fprintf(w, "- data: %s on %s\n", env.tempDir, env.disk)
+	fmt.Fprintf(w, "- isle: %s\n- etcd: %s (default fsync, v3 JSON gateway)\n", env.Isle, env.etcdVersion)
+	fmt.Fprintf(w, "- kernel %s, %d CPUs (%s)\n", env.Kernel, env.CPUs, env.CPUModel)
+	fmt.Fprintf(w, "- data: %s on %s\n", env.Dir, env.Disk)
 	fmt.Fprintf(w, "- each cell: %v warm-up, %v measured, %d-byte values, distinct keys, writes round-robin over the members\n\n",
 		o.warmup, o.duration, o.valueSize)
 
@@ -27,7 +28,7 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
 	for _, c := range cells {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", c.system, c.writers,
-			group(c.writesPerSec()), ms(c.p50), ms(c.p99), group(c.bytesPerWrite()))
+			benchkit.Group(c.writesPerSec()), ms(c.p50), ms(c.p99), benchkit.Group(c.bytesPerWrite()))
 	}
 	for _, c := range cells {
 		if c.failed > 0 {
@@ -53,9 +54,9 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 	for _, r := range idle {
 		var each []string
 		for i, n := range r.names {
-			each = append(each, fmt.Sprintf("%s %s", n, group(r.perSec[i])))
+			each = append(each, fmt.Sprintf("%s %s", n, benchkit.Group(r.perSec[i])))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s |\n", r.system, group(r.total), strings.Join(each, ", "))
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.system, benchkit.Group(r.total), strings.Join(each, ", "))
 	}
 
 	fmt.Fprintln(w, "\nisle / etcd:")
@@ -76,15 +77,15 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 	if is, et, ok := pair(cells, targetWriters); ok {
 		tr := is.writesPerSec() / et.writesPerSec()
 		fmt.Fprintf(w, "- %d writers, isle ≥ %.1f× etcd's writes/s: %s (%.2f×)\n", targetWriters, targetThroughput,
-			verdict(tr >= targetThroughput), tr)
+			benchkit.Verdict(tr >= targetThroughput), tr)
 		fmt.Fprintf(w, "- %d writers, isle p99 no worse than etcd's: %s (%s ms vs %s ms)\n", targetWriters,
-			verdict(is.p99 <= et.p99), ms(is.p99), ms(et.p99))
+			benchkit.Verdict(is.p99 <= et.p99), ms(is.p99), ms(et.p99))
 	} else {
 		fmt.Fprintf(w, "- %d writers: not measured (see -writers)\n", targetWriters)
 	}
 	for _, r := range idle {
 		if r.system == "isle" {
-			fmt.Fprintf(w, "- isle idle writes 0 B/s: %s (%s B/s)\n", verdict(r.total == 0), group(r.total))
+			fmt.Fprintf(w, "- isle idle writes 0 B/s: %s (%s B/s)\n", benchkit.Verdict(r.total == 0), benchkit.Group(r.total))
 		}
 	}
 }
@@ -106,24 +107,4 @@ func pair(cells []cellResult, writers int) (is, et cellResult, ok bool) {
 	return is, et, hasI && hasE && et.writes > 0 && et.p99 > 0
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "holds"
-	}
-	return "MISSED"
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
-
-// group formats a number rounded to an integer with thousands separators.
-func group(f float64) string {
-	s := strconv.FormatInt(int64(f+0.5), 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

@@ -1,9 +1,0 @@
-package main
-
-import "syscall"
-
-// childAttr puts a member in its own process group and has the kernel kill
-// it if this process dies without tearing down.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
