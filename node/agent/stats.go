@@ -137,7 +137,11 @@ func (p *statsPusher) send(ctx context.Context, body []byte) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.logOutcome(addr, p.post(ctx, addr, body))
+			err := p.post(ctx, addr, body)
+			if ctx.Err() != nil {
+				return // the agent is stopping: not the server's fault
+			}
+			p.logOutcome(addr, err)
 		}()
 	}
 	wg.Wait()
