@@ -148,15 +148,8 @@ func (c *daemonSets) Run(ctx context.Context) {
 		r.now = time.Now
 	}
 	var wg sync.WaitGroup
-	for range dsWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(ctx)
-		}()
-	}
-	r.watch(ctx)
-	r.queue.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	runWorkers(ctx, dsWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -166,64 +159,23 @@ func (r *dsRun) watch(ctx context.Context) {
 	sets := map[string]labels.Selector{} // DaemonSets by namespace/name
 	keys := map[types.UID]string{}       // and their keys by UID
 	nodes := map[string]string{}         // what of a node decides placement, by name
-	var dsEvents, nodeEvents, podEvents <-chan registry.WatchEvent
 	queueAll := func() {
 		for key := range sets {
 			r.queue.add(key)
 		}
 	}
-	open := func(res *registry.Resource) <-chan registry.WatchEvent {
-		ch, err := r.store.Watch(ctx, res, "", metav1.ListOptions{})
-		if err != nil {
-			r.log.Warn("daemonset controller: watch failed; retrying", "resource", res.String(), "err", err)
-			sleep(ctx, time.Second)
-			return nil
-		}
-		return ch
-	}
-	resync := time.NewTicker(dsResync)
-	defer resync.Stop()
-	for ctx.Err() == nil {
-		if dsEvents == nil {
-			if dsEvents = open(r.dsRes); dsEvents == nil {
-				continue
-			}
+	loop := watchLoop{store: r.store, log: r.log, name: "daemonset controller", resync: queueAll, resyncEvery: dsResync}
+	loop.run(ctx,
+		watchOf(r.dsRes, func() {
 			clear(sets)
 			clear(keys)
-		}
-		if nodeEvents == nil {
-			if nodeEvents = open(r.nodeRes); nodeEvents == nil {
-				continue
-			}
-			clear(nodes)
-			queueAll() // nodes deleted while the watch was away
-		}
-		if podEvents == nil {
-			if podEvents = open(r.podRes); podEvents == nil {
-				continue
-			}
-			queueAll()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-resync.C:
-			queueAll()
-		case ev, ok := <-dsEvents:
-			if !ok {
-				dsEvents = nil
-				continue
-			}
-			ds, isDS := ev.Object.(*appsv1.DaemonSet)
-			if !isDS {
-				continue
-			}
+		}, func(typ watch.EventType, ds *appsv1.DaemonSet) {
 			key := ds.Namespace + "/" + ds.Name
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(sets, key)
 				delete(keys, ds.UID)
 				r.forgetBackoff(key)
-				continue
+				return
 			}
 			sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 			if err != nil {
@@ -232,44 +184,33 @@ func (r *dsRun) watch(ctx context.Context) {
 			sets[key] = sel
 			keys[ds.UID] = key
 			r.queue.add(key)
-		case ev, ok := <-nodeEvents:
-			if !ok {
-				nodeEvents = nil
-				continue
-			}
-			node, isNode := ev.Object.(*corev1.Node)
-			if !isNode {
-				continue
-			}
+		}),
+		watchOf(r.nodeRes, func() {
+			clear(nodes)
+			queueAll() // nodes deleted while the watch was away
+		}, func(typ watch.EventType, node *corev1.Node) {
 			// Status heartbeats change nothing of placement; labels and
 			// taints do, and so do nodes that come and go.
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(nodes, node.Name)
 				queueAll()
-				continue
+				return
 			}
 			fp := dsNodeFingerprint(node)
 			if prev, seen := nodes[node.Name]; !seen || prev != fp {
 				nodes[node.Name] = fp
 				queueAll()
 			}
-		case ev, ok := <-podEvents:
-			if !ok {
-				podEvents = nil
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
+		}),
+		watchOf(r.podRes, queueAll, func(typ watch.EventType, pod *corev1.Pod) {
 			if ref := metav1.GetControllerOf(pod); ref != nil {
 				if key, ok := keys[ref.UID]; ok {
 					r.queue.add(key)
 				}
-				continue
+				return
 			}
-			if ev.Type == watch.Deleted {
-				continue
+			if typ == watch.Deleted {
+				return
 			}
 			// An orphan: every DaemonSet it matches may adopt it.
 			set := labels.Set(pod.Labels)
@@ -278,8 +219,7 @@ func (r *dsRun) watch(ctx context.Context) {
 					r.queue.add(key)
 				}
 			}
-		}
-	}
+		}))
 }
 
 // dsNodeFingerprint is what of a node decides whether daemon pods run on
@@ -292,23 +232,17 @@ func dsNodeFingerprint(node *corev1.Node) string {
 	return string(b)
 }
 
-func (r *dsRun) work(ctx context.Context) {
-	for {
-		key, ok := r.queue.get()
-		if !ok {
-			return
-		}
-		rev := r.store.Node().KV().Revision()
-		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-			r.log.Warn("daemonset controller: reconcile failed; will retry", "daemonset", key, "err", err)
-			r.queue.retry(key)
-		} else {
-			r.queue.forget(key)
-		}
-		r.queue.done(key)
-		if r.synced != nil {
-			r.synced(key, rev)
-		}
+// work reconciles one queued DaemonSet.
+func (r *dsRun) work(ctx context.Context, key string) {
+	rev := r.store.Node().KV().Revision()
+	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
+		r.log.Warn("daemonset controller: reconcile failed; will retry", "daemonset", key, "err", err)
+		r.queue.retry(key)
+	} else {
+		r.queue.forget(key)
+	}
+	if r.synced != nil {
+		r.synced(key, rev)
 	}
 }
 

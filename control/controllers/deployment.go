@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,75 +66,37 @@ func (c *deploymentController) Run(ctx context.Context) {
 	c.rsRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
 	c.podRes = mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
 	q := newWorkQueue(deployRetryMin, deployRetryMax)
-	go func() {
-		<-ctx.Done()
-		q.shutdown()
-	}()
-
-	var wg sync.WaitGroup
-	spawn := func(f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f()
-		}()
-	}
-	spawn(func() { c.watch(ctx, c.dRes, false, func(ev registry.WatchEvent) { c.onDeployment(q, ev) }) })
-	spawn(func() { c.watch(ctx, c.rsRes, false, func(ev registry.WatchEvent) { c.onReplicaSet(ctx, q, ev) }) })
+	loop := watchLoop{store: c.store, log: c.log, name: "deployment controller", resyncEvery: c.resync, resync: func() { c.resyncAll(ctx, q) }}
 	// Pods matter only when they go (Recreate waits for the old ones).
-	spawn(func() { c.watch(ctx, c.podRes, true, func(ev registry.WatchEvent) { c.onPod(ctx, q, ev) }) })
-	spawn(func() { c.resyncLoop(ctx, q) })
-	for range max(c.workers, 1) {
-		spawn(func() { c.work(ctx, q) })
-	}
+	pods := watchOf(c.podRes, nil, func(typ watch.EventType, pod *corev1.Pod) { c.onPod(ctx, q, typ, pod) })
+	pods.changesOnly = true
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		loop.run(ctx,
+			watchOf(c.dRes, nil, func(typ watch.EventType, d *appsv1.Deployment) { c.onDeployment(q, typ, d) }),
+			watchOf(c.rsRes, nil, func(typ watch.EventType, rs *appsv1.ReplicaSet) { c.onReplicaSet(ctx, q, typ, rs) }),
+			pods)
+	})
+	runWorkers(ctx, max(c.workers, 1), q, func(key string) { c.work(ctx, q, key) })
 	wg.Wait()
 }
 
-// watch follows the objects of r (from their current state, or, with
-// fromNow, only their changes), watching again whenever a watch ends.
-func (c *deploymentController) watch(ctx context.Context, r *registry.Resource, fromNow bool, handle func(registry.WatchEvent)) {
-	for ctx.Err() == nil {
-		opts := metav1.ListOptions{}
-		if fromNow {
-			opts.ResourceVersion = strconv.FormatInt(c.store.Node().KV().Revision(), 10)
-		}
-		events, err := c.store.Watch(ctx, r, "", opts)
-		if err != nil {
-			c.log.Warn("deployment controller: watch failed; retrying", "resource", r.String(), "err", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		for ev := range events {
-			handle(ev)
-		}
+// resyncAll queues every Deployment.
+func (c *deploymentController) resyncAll(ctx context.Context, q *workQueue) {
+	list, err := c.store.List(ctx, c.dRes, "", metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return
 	}
-}
-
-func (c *deploymentController) resyncLoop(ctx context.Context, q *workQueue) {
-	t := time.NewTicker(c.resync)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			list, err := c.store.List(ctx, c.dRes, "", metav1.ListOptions{ResourceVersion: "0"})
-			if err != nil {
-				continue
-			}
-			for i := range list.(*appsv1.DeploymentList).Items {
-				d := &list.(*appsv1.DeploymentList).Items[i]
-				q.add(deployKey(d.Namespace, d.Name))
-			}
-		}
+	for i := range list.(*appsv1.DeploymentList).Items {
+		d := &list.(*appsv1.DeploymentList).Items[i]
+		q.add(deployKey(d.Namespace, d.Name))
 	}
 }
 
 func deployKey(ns, name string) string { return ns + "/" + name }
 
-func (c *deploymentController) onDeployment(q *workQueue, ev registry.WatchEvent) {
-	d, ok := ev.Object.(*appsv1.Deployment)
-	if !ok || ev.Type == watch.Deleted {
+func (c *deploymentController) onDeployment(q *workQueue, typ watch.EventType, d *appsv1.Deployment) {
+	if typ == watch.Deleted {
 		return // the garbage collector deletes its ReplicaSets
 	}
 	q.add(deployKey(d.Namespace, d.Name))
@@ -154,18 +115,14 @@ func deployOwner(obj metav1.Object) (string, bool) {
 	return ref.Name, true
 }
 
-func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, ev registry.WatchEvent) {
-	rs, ok := ev.Object.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
+func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, typ watch.EventType, rs *appsv1.ReplicaSet) {
 	if metav1.GetControllerOf(rs) != nil {
 		if name, ok := deployOwner(rs); ok {
 			q.add(deployKey(rs.Namespace, name))
 		}
 		return
 	}
-	if ev.Type == watch.Deleted || rs.DeletionTimestamp != nil {
+	if typ == watch.Deleted || rs.DeletionTimestamp != nil {
 		return
 	}
 	// An orphan: the Deployments that select it may adopt it.
@@ -184,9 +141,8 @@ func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, e
 
 // onPod wakes a Recreate Deployment when a pod of one of its ReplicaSets
 // goes: it waits for the old pods to be gone before it starts new ones.
-func (c *deploymentController) onPod(ctx context.Context, q *workQueue, ev registry.WatchEvent) {
-	pod, ok := ev.Object.(*corev1.Pod)
-	if !ok || ev.Type != watch.Deleted {
+func (c *deploymentController) onPod(ctx context.Context, q *workQueue, typ watch.EventType, pod *corev1.Pod) {
+	if typ != watch.Deleted {
 		return
 	}
 	ref := metav1.GetControllerOf(pod)
@@ -208,33 +164,27 @@ func (c *deploymentController) onPod(ctx context.Context, q *workQueue, ev regis
 	}
 }
 
-func (c *deploymentController) work(ctx context.Context, q *workQueue) {
-	for {
-		key, ok := q.get()
-		if !ok {
-			return
+// work syncs one queued Deployment.
+func (c *deploymentController) work(ctx context.Context, q *workQueue, key string) {
+	rev := c.store.Node().KV().Revision()
+	after, err := c.syncKey(ctx, key)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		delay := q.retry(key)
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errDeployRetry) {
+			c.log.Debug("deployment controller: sync; retrying", "deployment", key, "err", err, "after", delay)
+		} else {
+			c.log.Warn("deployment controller: sync failed; retrying", "deployment", key, "err", err, "after", delay)
 		}
-		rev := c.store.Node().KV().Revision()
-		after, err := c.syncKey(ctx, key)
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			delay := q.retry(key)
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errDeployRetry) {
-				c.log.Debug("deployment controller: sync; retrying", "deployment", key, "err", err, "after", delay)
-			} else {
-				c.log.Warn("deployment controller: sync failed; retrying", "deployment", key, "err", err, "after", delay)
-			}
-		default:
-			q.forget(key)
-			if after > 0 {
-				q.addAfter(key, after)
-			}
+	default:
+		q.forget(key)
+		if after > 0 {
+			q.addAfter(key, after)
 		}
-		q.done(key)
-		if c.synced != nil {
-			c.synced(key, rev)
-		}
+	}
+	if c.synced != nil {
+		c.synced(key, rev)
 	}
 }
 

@@ -77,15 +77,8 @@ func (c *endpointSlices) Run(ctx context.Context) {
 		slices:   mustLookup(c.store, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")),
 		queue:    newWorkQueue(esRetryBase, esRetryMax)}
 	var wg sync.WaitGroup
-	for range esWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(ctx)
-		}()
-	}
-	r.watch(ctx)
-	r.queue.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	runWorkers(ctx, esWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -94,17 +87,10 @@ func (c *endpointSlices) Run(ctx context.Context) {
 func (r *esRun) watch(ctx context.Context) {
 	selectors := map[string]labels.Selector{} // Services with a selector, by namespace/name
 	podLabels := map[string]labels.Set{}      // pods' labels by namespace/name
-	var svcEvents, podEvents, sliceEvents <-chan registry.WatchEvent
-	resync := time.NewTicker(esResync)
-	defer resync.Stop()
-	open := func(res *registry.Resource, what string) <-chan registry.WatchEvent {
-		ch, err := r.store.Watch(ctx, res, "", metav1.ListOptions{})
-		if err != nil {
-			r.log.Warn("endpointslice controller: watch failed; retrying", "resource", what, "err", err)
-			sleep(ctx, time.Second)
-			return nil
+	queueAll := func() {
+		for key := range selectors {
+			r.queue.add(key)
 		}
-		return ch
 	}
 	queueMatching := func(ns string, sets ...labels.Set) {
 		for key, sel := range selectors {
@@ -119,83 +105,40 @@ func (r *esRun) watch(ctx context.Context) {
 			}
 		}
 	}
-	for ctx.Err() == nil {
-		if svcEvents == nil {
-			if svcEvents = open(r.services, "services"); svcEvents == nil {
-				continue
-			}
-			clear(selectors)
-		}
-		if podEvents == nil {
-			if podEvents = open(r.pods, "pods"); podEvents == nil {
-				continue
-			}
-			clear(podLabels)
-			for key := range selectors {
-				r.queue.add(key)
-			}
-		}
-		if sliceEvents == nil {
-			if sliceEvents = open(r.slices, "endpointslices"); sliceEvents == nil {
-				continue
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-resync.C:
-			for key := range selectors {
-				r.queue.add(key)
-			}
-		case ev, ok := <-svcEvents:
-			if !ok {
-				svcEvents = nil
-				continue
-			}
-			svc, isSvc := ev.Object.(*corev1.Service)
-			if !isSvc {
-				continue
-			}
+	loop := watchLoop{store: r.store, log: r.log, name: "endpointslice controller", resync: queueAll, resyncEvery: esResync}
+	loop.run(ctx,
+		watchOf(r.services, func() { clear(selectors) }, func(typ watch.EventType, svc *corev1.Service) {
 			key := svc.Namespace + "/" + svc.Name
-			if ev.Type == watch.Deleted || !esWanted(svc) {
+			if typ == watch.Deleted || !esWanted(svc) {
 				delete(selectors, key)
 			} else {
 				selectors[key] = labels.SelectorFromSet(svc.Spec.Selector)
 			}
 			// A Service that lost its selector has its slices removed.
 			r.queue.add(key)
-		case ev, ok := <-podEvents:
-			if !ok {
-				podEvents = nil
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
+		}),
+		watchOf(r.pods, func() {
+			clear(podLabels)
+			queueAll()
+		}, func(typ watch.EventType, pod *corev1.Pod) {
 			key := pod.Namespace + "/" + pod.Name
 			prev := podLabels[key]
 			cur := labels.Set(pod.Labels)
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(podLabels, key)
 			} else {
 				podLabels[key] = cur
 			}
 			queueMatching(pod.Namespace, prev, cur)
-		case ev, ok := <-sliceEvents:
-			if !ok {
-				sliceEvents = nil
-				continue
-			}
-			s, isSlice := ev.Object.(*discoveryv1.EndpointSlice)
-			if !isSlice || s.Labels[discoveryv1.LabelManagedBy] != esManagedBy {
-				continue
+		}),
+		watchOf(r.slices, nil, func(_ watch.EventType, s *discoveryv1.EndpointSlice) {
+			if s.Labels[discoveryv1.LabelManagedBy] != esManagedBy {
+				return
 			}
 			if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 				r.queue.add(s.Namespace + "/" + name)
 			}
-		}
-	}
+		}))
 }
 
 // esWanted reports whether a Service gets slices from this controller.
@@ -203,19 +146,13 @@ func esWanted(svc *corev1.Service) bool {
 	return len(svc.Spec.Selector) > 0 && svc.Spec.Type != corev1.ServiceTypeExternalName
 }
 
-func (r *esRun) work(ctx context.Context) {
-	for {
-		key, ok := r.queue.get()
-		if !ok {
-			return
-		}
-		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-			r.log.Warn("endpointslice controller: reconcile failed; will retry", "service", key, "err", err)
-			r.queue.retry(key)
-		} else {
-			r.queue.forget(key)
-		}
-		r.queue.done(key)
+// work reconciles one queued Service.
+func (r *esRun) work(ctx context.Context, key string) {
+	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
+		r.log.Warn("endpointslice controller: reconcile failed; will retry", "service", key, "err", err)
+		r.queue.retry(key)
+	} else {
+		r.queue.forget(key)
 	}
 }
 

@@ -138,15 +138,8 @@ func (c *hpaController) Run(ctx context.Context) {
 		hpas: mustLookup(c.store, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")),
 		pods: mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))}
 	var wg sync.WaitGroup
-	for range hpaWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(ctx)
-		}()
-	}
-	r.watch(ctx)
-	r.queue.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	runWorkers(ctx, hpaWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -154,66 +147,33 @@ func (c *hpaController) Run(ctx context.Context) {
 // changes are this controller's own), and every HPA every SyncPeriod.
 func (r *hpaRun) watch(ctx context.Context) {
 	generations := map[string]int64{}
-	var evs <-chan registry.WatchEvent
-	resync := time.NewTicker(r.cfg.SyncPeriod)
-	defer resync.Stop()
-	for ctx.Err() == nil {
-		if evs == nil {
-			ch, err := r.store.Watch(ctx, r.hpas, "", metav1.ListOptions{})
-			if err != nil {
-				r.log.Warn("hpa controller: watch horizontalpodautoscalers failed; retrying", "err", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			evs = ch
-			clear(generations)
+	loop := watchLoop{store: r.store, log: r.log, name: "hpa controller", resyncEvery: r.cfg.SyncPeriod, resync: func() {
+		for key := range generations {
+			r.queue.add(key)
 		}
-		select {
-		case <-ctx.Done():
+	}}
+	loop.run(ctx, watchOf(r.hpas, func() { clear(generations) }, func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+		key := hpa.Namespace + "/" + hpa.Name
+		if typ == watch.Deleted {
+			delete(generations, key)
+			r.mu.Lock()
+			delete(r.history, key)
+			r.mu.Unlock()
 			return
-		case <-resync.C:
-			for key := range generations {
-				r.queue.add(key)
-			}
-		case ev, ok := <-evs:
-			if !ok {
-				evs = nil
-				continue
-			}
-			hpa, isHPA := ev.Object.(*autoscalingv2.HorizontalPodAutoscaler)
-			if !isHPA {
-				continue // an ERROR event; the watch ends next
-			}
-			key := hpa.Namespace + "/" + hpa.Name
-			if ev.Type == watch.Deleted {
-				delete(generations, key)
-				r.mu.Lock()
-				delete(r.history, key)
-				r.mu.Unlock()
-				continue
-			}
-			if g, seen := generations[key]; !seen || g != hpa.Generation {
-				generations[key] = hpa.Generation
-				r.queue.add(key)
-			}
 		}
-	}
+		if g, seen := generations[key]; !seen || g != hpa.Generation {
+			generations[key] = hpa.Generation
+			r.queue.add(key)
+		}
+	}))
 }
 
-// work reconciles queued HPAs until the queue shuts down. A failed
-// reconcile is not retried sooner than the next sync: what went wrong is
-// in the HPA's conditions and Events, and retrying faster would only
-// repeat them.
-func (r *hpaRun) work(ctx context.Context) {
-	for {
-		key, ok := r.queue.get()
-		if !ok {
-			return
-		}
-		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-			r.log.Debug("hpa controller: reconcile failed", "hpa", key, "err", err)
-		}
-		r.queue.done(key)
+// work reconciles one queued HPA. A failed reconcile is not retried sooner
+// than the next sync: what went wrong is in the HPA's conditions and
+// Events, and retrying faster would only repeat them.
+func (r *hpaRun) work(ctx context.Context, key string) {
+	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
+		r.log.Debug("hpa controller: reconcile failed", "hpa", key, "err", err)
 	}
 }
 

@@ -148,44 +148,29 @@ func (c *jobs) Run(ctx context.Context) {
 		r.backoffBase = jobBackoffBase
 	}
 	var wg sync.WaitGroup
-	spawn := func(f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f()
-		}()
-	}
-	for range jobWorkers {
-		spawn(func() { r.work(ctx, r.queue, "job", r.sync, c.synced) })
-	}
-	spawn(func() { r.work(ctx, r.orphans, "pod", r.syncOrphan, nil) })
-	r.watch(ctx)
-	r.queue.shutdown()
-	r.orphans.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	wg.Go(func() {
+		runWorkers(ctx, 1, r.orphans, func(key string) { r.work(ctx, r.orphans, "pod", key, r.syncOrphan, nil) })
+	})
+	runWorkers(ctx, jobWorkers, r.queue, func(key string) { r.work(ctx, r.queue, "job", key, r.sync, c.synced) })
 	wg.Wait()
 }
 
-func (r *jobRun) work(ctx context.Context, q *workQueue, what string, sync func(context.Context, string) error, synced func(string, int64)) {
-	for {
-		key, ok := q.get()
-		if !ok {
-			return
+// work syncs one key of q (a Job, or, with what "pod", a pod).
+func (r *jobRun) work(ctx context.Context, q *workQueue, what, key string, sync func(context.Context, string) error, synced func(string, int64)) {
+	rev := r.store.Node().KV().Revision()
+	if err := sync(ctx, key); err != nil && ctx.Err() == nil {
+		level := slog.LevelWarn
+		if apierrors.IsConflict(err) {
+			level = slog.LevelDebug // lost a race with another writer; the retry reads afresh
 		}
-		rev := r.store.Node().KV().Revision()
-		if err := sync(ctx, key); err != nil && ctx.Err() == nil {
-			level := slog.LevelWarn
-			if apierrors.IsConflict(err) {
-				level = slog.LevelDebug // lost a race with another writer; the retry reads afresh
-			}
-			r.log.Log(ctx, level, "job controller: reconcile failed; will retry", what, key, "err", err)
-			q.retry(key)
-		} else {
-			q.forget(key)
-		}
-		q.done(key)
-		if synced != nil {
-			synced(key, rev)
-		}
+		r.log.Log(ctx, level, "job controller: reconcile failed; will retry", what, key, "err", err)
+		q.retry(key)
+	} else {
+		q.forget(key)
+	}
+	if synced != nil {
+		synced(key, rev)
 	}
 }
 
@@ -202,7 +187,6 @@ func (r *jobRun) watch(ctx context.Context) {
 	byUID := map[types.UID]jobInfo{}
 	owners := map[string]types.UID{} // pods' controlling Job by pod key
 	tracked := map[string]bool{}     // pods with the tracking finalizer
-	var jobEvents, podEvents <-chan registry.WatchEvent
 	queueAll := func() {
 		for _, info := range byUID {
 			r.queue.add(info.key)
@@ -216,52 +200,15 @@ func (r *jobRun) watch(ctx context.Context) {
 			}
 		}
 	}
-	open := func(res *registry.Resource) <-chan registry.WatchEvent {
-		ch, err := r.store.Watch(ctx, res, "", metav1.ListOptions{})
-		if err != nil {
-			r.log.Warn("job controller: watch failed; retrying", "resource", res.String(), "err", err)
-			sleep(ctx, time.Second)
-			return nil
-		}
-		return ch
-	}
-	resync := time.NewTicker(jobResync)
-	defer resync.Stop()
-	for ctx.Err() == nil {
-		if jobEvents == nil {
-			if jobEvents = open(r.jobRes); jobEvents == nil {
-				continue
-			}
-			clear(byUID)
-		}
-		if podEvents == nil {
-			if podEvents = open(r.podRes); podEvents == nil {
-				continue
-			}
-			clear(owners)
-			clear(tracked)
-			queueAll()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-resync.C:
-			queueAll()
-		case ev, ok := <-jobEvents:
-			if !ok {
-				jobEvents = nil
-				continue
-			}
-			job, isJob := ev.Object.(*batchv1.Job)
-			if !isJob {
-				continue
-			}
+	loop := watchLoop{store: r.store, log: r.log, name: "job controller", resync: queueAll, resyncEvery: jobResync}
+	loop.run(ctx,
+		watchOf(r.jobRes, func() { clear(byUID) }, func(typ watch.EventType, job *batchv1.Job) {
 			key := job.Namespace + "/" + job.Name
 			r.queue.add(key)
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(byUID, job.UID)
 				orphanPodsOf(job.UID)
-				continue
+				return
 			}
 			sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
 			if err != nil {
@@ -272,17 +219,14 @@ func (r *jobRun) watch(ctx context.Context) {
 			if info.finished {
 				orphanPodsOf(job.UID) // in case a pod kept its finalizer
 			}
-		case ev, ok := <-podEvents:
-			if !ok {
-				podEvents = nil
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
+		}),
+		watchOf(r.podRes, func() {
+			clear(owners)
+			clear(tracked)
+			queueAll()
+		}, func(typ watch.EventType, pod *corev1.Pod) {
 			key := pod.Namespace + "/" + pod.Name
-			gone := ev.Type == watch.Deleted
+			gone := typ == watch.Deleted
 			cur := jobControllerUID(pod)
 			// A Job that controlled the pod before this change hears of it.
 			if prev, had := owners[key]; had && prev != cur {
@@ -321,8 +265,7 @@ func (r *jobRun) watch(ctx context.Context) {
 					}
 				}
 			}
-		}
-	}
+		}))
 }
 
 // jobControllerUID is the UID of the Job controlling a pod, if any.

@@ -31,40 +31,17 @@ func (c *namespaces) Name() string { return "namespace" }
 const retryEvery = 2 * time.Second
 
 func (c *namespaces) Run(ctx context.Context) {
-	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	for ctx.Err() == nil {
-		events, err := c.store.Watch(ctx, nsRes, "", metav1.ListOptions{})
-		if err != nil {
-			c.log.Warn("namespace controller: watch failed; retrying", "err", err)
-			sleep(ctx, time.Second)
-			continue
-		}
-		c.loop(ctx, events)
-	}
-}
-
-func (c *namespaces) loop(ctx context.Context, events <-chan registry.WatchEvent) {
 	terminating := map[string]bool{}
-	tick := time.NewTicker(retryEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			for name := range terminating {
-				c.finalize(ctx, name)
-			}
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			ns, isNS := ev.Object.(*corev1.Namespace)
-			if !isNS {
-				continue
-			}
+	loop := watchLoop{store: c.store, log: c.log, name: "namespace controller", resyncEvery: retryEvery, resync: func() {
+		for name := range terminating {
+			c.finalize(ctx, name)
+		}
+	}}
+	loop.run(ctx, watchOf(mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces")),
+		func() { clear(terminating) },
+		func(typ watch.EventType, ns *corev1.Namespace) {
 			switch {
-			case ev.Type == watch.Deleted:
+			case typ == watch.Deleted:
 				delete(terminating, ns.Name)
 			case ns.DeletionTimestamp != nil:
 				terminating[ns.Name] = true
@@ -72,8 +49,7 @@ func (c *namespaces) loop(ctx context.Context, events <-chan registry.WatchEvent
 			default:
 				c.ensureServiceAccount(ctx, ns.Name)
 			}
-		}
-	}
+		}))
 }
 
 // finalize deletes what is left in a terminating namespace and, once it is

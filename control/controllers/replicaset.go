@@ -93,15 +93,8 @@ func (c *replicaSets) Run(ctx context.Context) {
 		r.now = time.Now
 	}
 	var wg sync.WaitGroup
-	for range rsWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(ctx)
-		}()
-	}
-	r.watch(ctx)
-	r.queue.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	runWorkers(ctx, rsWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -119,57 +112,22 @@ func (r *rsRun) watch(ctx context.Context) {
 	sets := map[string]rsInfo{}         // ReplicaSets by namespace/name
 	owners := map[string]types.UID{}    // pods' controller (a ReplicaSet's UID) by namespace/name
 	ownerKeys := map[types.UID]string{} // and that ReplicaSet's key
-	var rsEvents, podEvents <-chan registry.WatchEvent
-	resync := time.NewTicker(rsResync)
-	defer resync.Stop()
-	for ctx.Err() == nil {
-		if rsEvents == nil {
-			ch, err := r.store.Watch(ctx, r.rsRes, "", metav1.ListOptions{})
-			if err != nil {
-				r.log.Warn("replicaset controller: watch replicasets failed; retrying", "err", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			rsEvents = ch
+	queueAll := func() {
+		for key := range sets {
+			r.queue.add(key)
+		}
+	}
+	loop := watchLoop{store: r.store, log: r.log, name: "replicaset controller", resync: queueAll, resyncEvery: rsResync}
+	loop.run(ctx,
+		watchOf(r.rsRes, func() {
 			clear(sets)
 			clear(ownerKeys)
-		}
-		if podEvents == nil {
-			ch, err := r.store.Watch(ctx, r.pods, "", metav1.ListOptions{})
-			if err != nil {
-				r.log.Warn("replicaset controller: watch pods failed; retrying", "err", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			podEvents = ch
-			clear(owners)
-			// Pods deleted while the watch was away are noticed by a
-			// reconcile of every ReplicaSet.
-			for key := range sets {
-				r.queue.add(key)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-resync.C:
-			for key := range sets {
-				r.queue.add(key)
-			}
-		case ev, ok := <-rsEvents:
-			if !ok {
-				rsEvents = nil
-				continue
-			}
-			rs, isRS := ev.Object.(*appsv1.ReplicaSet)
-			if !isRS {
-				continue // an ERROR event; the watch ends next
-			}
+		}, func(typ watch.EventType, rs *appsv1.ReplicaSet) {
 			key := rs.Namespace + "/" + rs.Name
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(sets, key)
 				delete(ownerKeys, rs.UID)
-				continue
+				return
 			}
 			sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 			if err != nil {
@@ -178,15 +136,13 @@ func (r *rsRun) watch(ctx context.Context) {
 			sets[key] = rsInfo{uid: rs.UID, selector: sel}
 			ownerKeys[rs.UID] = key
 			r.queue.add(key)
-		case ev, ok := <-podEvents:
-			if !ok {
-				podEvents = nil
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
+		}),
+		watchOf(r.pods, func() {
+			clear(owners)
+			// Pods deleted while the watch was away are noticed by a
+			// reconcile of every ReplicaSet.
+			queueAll()
+		}, func(typ watch.EventType, pod *corev1.Pod) {
 			key := pod.Namespace + "/" + pod.Name
 			// A ReplicaSet that controlled the pod before this change hears
 			// of it (its pod was taken, or released by someone else).
@@ -197,7 +153,7 @@ func (r *rsRun) watch(ctx context.Context) {
 					r.queue.add(k)
 				}
 			}
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(owners, key)
 			} else if cur != "" {
 				owners[key] = cur
@@ -209,7 +165,7 @@ func (r *rsRun) watch(ctx context.Context) {
 				if k, ok := ownerKeys[cur]; ok {
 					r.queue.add(k)
 				}
-			case metav1.GetControllerOf(pod) == nil && ev.Type != watch.Deleted:
+			case metav1.GetControllerOf(pod) == nil && typ != watch.Deleted:
 				// An orphan: every ReplicaSet it matches may adopt it.
 				set := labels.Set(pod.Labels)
 				for k, info := range sets {
@@ -218,8 +174,7 @@ func (r *rsRun) watch(ctx context.Context) {
 					}
 				}
 			}
-		}
-	}
+		}))
 }
 
 // rsControllerUID is the UID of the ReplicaSet controlling a pod, if any.
@@ -234,20 +189,13 @@ func rsControllerUID(pod *corev1.Pod) types.UID {
 	return ref.UID
 }
 
-// work reconciles queued ReplicaSets until the queue shuts down.
-func (r *rsRun) work(ctx context.Context) {
-	for {
-		key, ok := r.queue.get()
-		if !ok {
-			return
-		}
-		if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-			r.log.Warn("replicaset controller: reconcile failed; will retry", "replicaset", key, "err", err)
-			r.queue.retry(key)
-		} else {
-			r.queue.forget(key)
-		}
-		r.queue.done(key)
+// work reconciles one queued ReplicaSet.
+func (r *rsRun) work(ctx context.Context, key string) {
+	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
+		r.log.Warn("replicaset controller: reconcile failed; will retry", "replicaset", key, "err", err)
+		r.queue.retry(key)
+	} else {
+		r.queue.forget(key)
 	}
 }
 

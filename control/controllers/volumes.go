@@ -98,20 +98,11 @@ func (c *persistentVolumes) Run(ctx context.Context) {
 		claims:  newWorkQueue(pvRetryBase, pvRetryMax),
 		volumes: newWorkQueue(pvRetryBase, pvRetryMax)}
 	var wg sync.WaitGroup
-	for _, w := range []struct {
-		q    *workQueue
-		what string
-		sync func(context.Context, string) error
-	}{{r.claims, "claim", r.syncClaim}, {r.volumes, "volume", r.syncVolume}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.work(ctx, w.q, w.what, w.sync)
-		}()
-	}
-	r.watch(ctx)
-	r.claims.shutdown()
-	r.volumes.shutdown()
+	wg.Go(func() { r.watch(ctx) })
+	wg.Go(func() {
+		runWorkers(ctx, 1, r.claims, func(key string) { r.work(ctx, r.claims, "claim", key, r.syncClaim) })
+	})
+	runWorkers(ctx, 1, r.volumes, func(key string) { r.work(ctx, r.volumes, "volume", key, r.syncVolume) })
 	wg.Wait()
 }
 
@@ -120,18 +111,6 @@ func (c *persistentVolumes) Run(ctx context.Context) {
 func (r *pvRun) watch(ctx context.Context) {
 	claims := map[string]bool{}  // known claims by key; true: unbound, waiting for a volume
 	volumes := map[string]bool{} // known volumes by name
-	var claimEvents, volumeEvents, classEvents, podEvents <-chan registry.WatchEvent
-	resync := time.NewTicker(pvResync)
-	defer resync.Stop()
-	open := func(res *registry.Resource) <-chan registry.WatchEvent {
-		ch, err := r.store.Watch(ctx, res, "", metav1.ListOptions{})
-		if err != nil {
-			r.log.Warn("persistentvolume controller: watch failed; retrying", "resource", res.String(), "err", err)
-			sleep(ctx, time.Second)
-			return nil
-		}
-		return ch
-	}
 	queueWaiting := func() {
 		for key, waiting := range claims {
 			if waiting {
@@ -139,50 +118,18 @@ func (r *pvRun) watch(ctx context.Context) {
 			}
 		}
 	}
-	for ctx.Err() == nil {
-		if claimEvents == nil {
-			if claimEvents = open(r.pvcs); claimEvents == nil {
-				continue
-			}
-			clear(claims)
+	loop := watchLoop{store: r.store, log: r.log, name: "persistentvolume controller", resyncEvery: pvResync, resync: func() {
+		for key := range claims {
+			r.claims.add(key)
 		}
-		if volumeEvents == nil {
-			if volumeEvents = open(r.pvs); volumeEvents == nil {
-				continue
-			}
-			clear(volumes)
+		for name := range volumes {
+			r.volumes.add(name)
 		}
-		if classEvents == nil {
-			if classEvents = open(r.classes); classEvents == nil {
-				continue
-			}
-		}
-		if podEvents == nil {
-			if podEvents = open(r.pods); podEvents == nil {
-				continue
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-resync.C:
-			for key := range claims {
-				r.claims.add(key)
-			}
-			for name := range volumes {
-				r.volumes.add(name)
-			}
-		case ev, ok := <-claimEvents:
-			if !ok {
-				claimEvents = nil
-				continue
-			}
-			c, isClaim := ev.Object.(*corev1.PersistentVolumeClaim)
-			if !isClaim {
-				continue
-			}
+	}}
+	loop.run(ctx,
+		watchOf(r.pvcs, func() { clear(claims) }, func(typ watch.EventType, c *corev1.PersistentVolumeClaim) {
 			key := pvcKey(c.Namespace, c.Name)
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				// Its volume is released: the one it was bound to, or the
 				// one provisioned for it and not bound yet.
 				delete(claims, key)
@@ -190,54 +137,39 @@ func (r *pvRun) watch(ctx context.Context) {
 					r.volumes.add(c.Spec.VolumeName)
 				}
 				r.volumes.add(pvProvisionedName(c))
-				continue
+				return
 			}
 			claims[key] = c.DeletionTimestamp == nil && !metav1.HasAnnotation(c.ObjectMeta, annBindCompleted)
 			r.claims.add(key)
-		case ev, ok := <-volumeEvents:
-			if !ok {
-				volumeEvents = nil
-				continue
-			}
-			v, isVolume := ev.Object.(*corev1.PersistentVolume)
-			if !isVolume {
-				continue
-			}
+		}),
+		watchOf(r.pvs, func() { clear(volumes) }, func(typ watch.EventType, v *corev1.PersistentVolume) {
 			if ref := v.Spec.ClaimRef; ref != nil {
 				r.claims.add(pvcKey(ref.Namespace, ref.Name))
 			}
-			if ev.Type == watch.Deleted {
+			if typ == watch.Deleted {
 				delete(volumes, v.Name)
-				continue
+				return
 			}
 			volumes[v.Name] = true
 			r.volumes.add(v.Name)
 			if v.Spec.ClaimRef == nil && v.Status.Phase == corev1.VolumeAvailable {
 				queueWaiting() // a volume to be had
 			}
-		case _, ok := <-classEvents:
-			if !ok {
-				classEvents = nil
-				continue
-			}
+		}),
+		watchOf(r.classes, nil, func(watch.EventType, *storagev1.StorageClass) {
 			queueWaiting() // a class, maybe the default, to provision with
-		case ev, ok := <-podEvents:
-			if !ok {
-				podEvents = nil
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
+		}),
+		watchOf(r.pods, nil, func(typ watch.EventType, pod *corev1.Pod) {
 			// As Kubernetes' pvc-protection controller: only a pod that
 			// goes, ends or is not on a node may free a claim; one not on
 			// a node may also be what a claim waits for.
-			if !isPod || ev.Type != watch.Deleted && !pvPodTerminated(pod) && pod.Spec.NodeName != "" {
-				continue
+			if typ != watch.Deleted && !pvPodTerminated(pod) && pod.Spec.NodeName != "" {
+				return
 			}
 			for _, name := range pvPodClaims(pod) {
 				r.claims.add(pvcKey(pod.Namespace, name))
 			}
-		}
-	}
+		}))
 }
 
 // pvPodClaims lists the claims a pod's volumes name.
@@ -272,25 +204,19 @@ func pvPodTerminated(pod *corev1.Pod) bool {
 // the watch brings what replaced it.
 var errPVGone = errors.New("persistentvolume controller: object gone or replaced")
 
-func (r *pvRun) work(ctx context.Context, q *workQueue, what string, sync func(context.Context, string) error) {
-	for {
-		key, ok := q.get()
-		if !ok {
-			return
+// work syncs one queued claim or volume (what).
+func (r *pvRun) work(ctx context.Context, q *workQueue, what, key string, sync func(context.Context, string) error) {
+	err := sync(ctx, key)
+	switch {
+	case err == nil, errors.Is(err, errPVGone), apierrors.IsNotFound(err), ctx.Err() != nil:
+		q.forget(key)
+	default:
+		delay := q.retry(key)
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			r.log.Debug("persistentvolume controller: sync; retrying", what, key, "err", err, "after", delay)
+		} else {
+			r.log.Warn("persistentvolume controller: sync failed; retrying", what, key, "err", err, "after", delay)
 		}
-		err := sync(ctx, key)
-		switch {
-		case err == nil, errors.Is(err, errPVGone), apierrors.IsNotFound(err), ctx.Err() != nil:
-			q.forget(key)
-		default:
-			delay := q.retry(key)
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				r.log.Debug("persistentvolume controller: sync; retrying", what, key, "err", err, "after", delay)
-			} else {
-				r.log.Warn("persistentvolume controller: sync failed; retrying", what, key, "err", err, "after", delay)
-			}
-		}
-		q.done(key)
 	}
 }
 
@@ -301,50 +227,35 @@ func (r *pvRun) getClaim(ctx context.Context, ns, name string, fresh bool) (*cor
 	if fresh {
 		opts.ResourceVersion = ""
 	}
-	obj, err := r.store.Get(ctx, r.pvcs, ns, name, opts)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*corev1.PersistentVolumeClaim), nil
+	return pvGet[*corev1.PersistentVolumeClaim](ctx, r.store, r.pvcs, ns, name, opts)
 }
 
 // getVolume reads a volume; nil if there is none.
 func (r *pvRun) getVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
-	obj, err := r.store.Get(ctx, r.pvs, "", name, metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*corev1.PersistentVolume), nil
+	return pvGet[*corev1.PersistentVolume](ctx, r.store, r.pvs, "", name, metav1.GetOptions{ResourceVersion: "0"})
 }
 
 // getClass reads a StorageClass; nil if there is none.
 func (r *pvRun) getClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
-	obj, err := r.store.Get(ctx, r.classes, "", name, metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*storagev1.StorageClass), nil
+	return pvGet[*storagev1.StorageClass](ctx, r.store, r.classes, "", name, metav1.GetOptions{ResourceVersion: "0"})
 }
 
 // getNode reads a Node; nil if there is none.
 func (r *pvRun) getNode(ctx context.Context, name string) (*corev1.Node, error) {
-	obj, err := r.store.Get(ctx, r.nodes, "", name, metav1.GetOptions{ResourceVersion: "0"})
+	return pvGet[*corev1.Node](ctx, r.store, r.nodes, "", name, metav1.GetOptions{ResourceVersion: "0"})
+}
+
+// pvGet reads an object of res; nil if there is none.
+func pvGet[T runtime.Object](ctx context.Context, store *registry.Store, res *registry.Resource, ns, name string, opts metav1.GetOptions) (T, error) {
+	var none T
+	obj, err := store.Get(ctx, res, ns, name, opts)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return none, nil
 	}
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return obj.(*corev1.Node), nil
+	return obj.(T), nil
 }
 
 func (r *pvRun) listVolumes(ctx context.Context) ([]*corev1.PersistentVolume, error) {
@@ -381,41 +292,31 @@ func (r *pvRun) listPods(ctx context.Context, ns string, fresh bool) ([]corev1.P
 // (errPVGone if not), retrying on conflicts. An error from change aborts.
 func (r *pvRun) updateClaim(ctx context.Context, c *corev1.PersistentVolumeClaim, sub string,
 	change func(*corev1.PersistentVolumeClaim) (bool, error)) (*corev1.PersistentVolumeClaim, error) {
-	if changed, err := change(c.DeepCopy()); err != nil || !changed {
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
-	obj, err := r.store.Mutate(ctx, r.pvcs, c.Namespace, c.Name, sub, func(o runtime.Object) error {
-		cur := o.(*corev1.PersistentVolumeClaim)
-		if cur.UID != c.UID {
-			return errPVGone
-		}
-		_, err := change(cur)
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, errPVGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*corev1.PersistentVolumeClaim), nil
+	return pvUpdate(ctx, r.store, r.pvcs, c, sub, change)
 }
 
 // updateVolume is updateClaim for volumes.
 func (r *pvRun) updateVolume(ctx context.Context, v *corev1.PersistentVolume, sub string,
 	change func(*corev1.PersistentVolume) (bool, error)) (*corev1.PersistentVolume, error) {
-	if changed, err := change(v.DeepCopy()); err != nil || !changed {
+	return pvUpdate(ctx, r.store, r.pvs, v, sub, change)
+}
+
+// pvUpdate is updateClaim and updateVolume: obj is an object of res.
+func pvUpdate[T any, P interface {
+	*T
+	metav1.Object
+	runtime.Object
+	DeepCopy() *T
+}](ctx context.Context, store *registry.Store, res *registry.Resource, obj P, sub string, change func(P) (bool, error)) (P, error) {
+	if changed, err := change(obj.DeepCopy()); err != nil || !changed {
 		if err != nil {
 			return nil, err
 		}
-		return v, nil
+		return obj, nil
 	}
-	obj, err := r.store.Mutate(ctx, r.pvs, "", v.Name, sub, func(o runtime.Object) error {
-		cur := o.(*corev1.PersistentVolume)
-		if cur.UID != v.UID {
+	out, err := store.Mutate(ctx, res, obj.GetNamespace(), obj.GetName(), sub, func(o runtime.Object) error {
+		cur := o.(P)
+		if cur.GetUID() != obj.GetUID() {
 			return errPVGone
 		}
 		_, err := change(cur)
@@ -427,7 +328,7 @@ func (r *pvRun) updateVolume(ctx context.Context, v *corev1.PersistentVolume, su
 	if err != nil {
 		return nil, err
 	}
-	return obj.(*corev1.PersistentVolume), nil
+	return out.(P), nil
 }
 
 // setFinalizer adds or removes a finalizer; it reports whether that
