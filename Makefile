@@ -51,10 +51,12 @@ test-unit:
 test-e2e: build ## whole-binary tests against out/isle
 	ISLE_BIN=$(CURDIR)/$(OUT)/isle $(GO) test -count=1 -timeout 20m ./e2e/...
 
+# One package at a time (-p 1): emulated, two packages of controller tests
+# on two cores starve each other past the tests' deadlines.
 test-arm: ## unit tests under qemu-user: arm64, armv7, armv6
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(UNIT_PKGS)
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(UNIT_PKGS)
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=6 $(GO) test -count=1 -exec qemu-arm-static $(UNIT_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -p 1 -count=1 -exec qemu-aarch64-static $(UNIT_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -p 1 -count=1 -exec qemu-arm-static $(UNIT_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=6 $(GO) test -p 1 -count=1 -exec qemu-arm-static $(UNIT_PKGS)
 
 test-long: ## the linearizability checker over many more seeds
 	ISLE_LONG_SEEDS=200 $(GO) test -count=1 -race -timeout 60m -run Linearizable ./raft/
