@@ -72,7 +72,7 @@ ignored, so the same command line works after a reboot.`,
 	fl.BoolVar(&f.mdns, "mdns", true, "advertise the cluster by multicast DNS on the LAN interface of --address, and find it there when joining without --join")
 	fl.DurationVar(&f.nodeGrace, "node-monitor-grace-period", 40*time.Second, "how long a new leader waits to hear a board in gossip before it marks its Node NotReady")
 	fl.DurationVar(&f.removeDeadAfter, "remove-dead-after", 0, "remove a voting server whose board has been dead this long, so a standby takes its place (0: never; use isle member remove)")
-	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API and /metrics (keep it on loopback; empty: off)")
+	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API, /metrics and /debug/pprof (keep it on loopback; empty: off)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -244,6 +245,9 @@ func Run(ctx context.Context, cfg Config) error {
 		mux := http.NewServeMux()
 		mux.Handle("/store/", storeapi.Handler(node, log))
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		debug := &http.Server{Addr: cfg.StoreAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- fmt.Errorf("cluster: store API on %s: %w", cfg.StoreAddr, debug.ListenAndServe()) }()
 		defer shutdown(debug)
