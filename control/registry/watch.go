@@ -141,6 +141,20 @@ func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks, 
 // selector sees: an object moving into the selection is ADDED, out of it
 // DELETED.
 func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, bool) {
+	// A watcher of everything needs the previous object only when it is
+	// deleted: decoding it on every change would double the garbage each
+	// event makes, once per in-process watcher.
+	if sel.Labels.Empty() && sel.Fields.Empty() && ev.Type != kv.EventDelete {
+		obj, err := s.fromStore(r, ev.KV)
+		if err != nil {
+			s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
+			return WatchEvent{}, false
+		}
+		if ev.Prev != nil {
+			return WatchEvent{Type: watch.Modified, Object: obj}, true
+		}
+		return WatchEvent{Type: watch.Added, Object: obj}, true
+	}
 	var prev runtime.Object
 	if ev.Prev != nil {
 		p, err := s.fromStore(r, *ev.Prev)
