@@ -33,28 +33,11 @@ import (
 
 const deployWait = 15 * time.Second
 
-type deployClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *deployClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *deployClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type deployEnv struct {
 	*registry.Store
 	t                   *testing.T
 	ctx                 context.Context
-	clock               *deployClock
+	clock               *TestClock
 	dRes, rsRes, podRes *registry.Resource
 
 	mu     sync.Mutex
@@ -69,7 +52,7 @@ func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	e := &deployEnv{Store: s, t: t, ctx: t.Context(), clock: &deployClock{now: time.Now().Truncate(time.Second)},
+	e := &deployEnv{Store: s, t: t, ctx: t.Context(), clock: NewTestClock(time.Now().Truncate(time.Second)),
 		synced: map[string]int64{}}
 	e.dRes = mustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments"))
 	e.rsRes = mustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets"))

@@ -24,29 +24,9 @@ import (
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
-// hpaClock is the HPA controller's clock: it stands still until the test
-// moves it, so stabilization windows and scale-rate periods pass only
-// when the test says.
-type hpaClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *hpaClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *hpaClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // fakeMetrics reports the same usage for every pod, sampled now.
 type fakeMetrics struct {
-	clock *hpaClock
+	clock *controllers.TestClock
 	mu    sync.Mutex
 	usage corev1.ResourceList
 }
@@ -64,7 +44,7 @@ func (f *fakeMetrics) PodMetrics(namespace, name string, _ types.UID) (metricsv1
 		return metricsv1beta1.PodMetrics{}, false
 	}
 	return metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Timestamp: metav1.NewTime(f.clock.now()), Window: metav1.Duration{Duration: 15 * time.Second},
+		Timestamp: metav1.NewTime(f.clock.Now()), Window: metav1.Duration{Duration: 15 * time.Second},
 		Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: f.usage.DeepCopy()}}}, true
 }
 
@@ -73,15 +53,15 @@ func (f *fakeMetrics) PodMetrics(namespace, name string, _ types.UID) (metricsv1
 // marks every pod Running and Ready (started ten minutes before the
 // clock's time, past the CPU initialization period) once the scheduler
 // has put it on the one node.
-func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *hpaClock) {
+func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *controllers.TestClock) {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{Store: s, ctx: t.Context()}
-	clock := &hpaClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := controllers.NewTestClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	metrics := &fakeMetrics{clock: clock}
-	table := controllers.Table(s, log, controllers.WithHPA(controllers.HPAConfig{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.now}))
+	table := controllers.Table(s, log, controllers.WithHPA(controllers.HPAConfig{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -114,7 +94,7 @@ func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *hpaClock) {
 }
 
 // runPods marks pods bound to a node Running and Ready until ctx ends.
-func runPods(ctx context.Context, s *registry.Store, clock *hpaClock) {
+func runPods(ctx context.Context, s *registry.Store, clock *controllers.TestClock) {
 	pods, _ := s.Resources().Lookup(corev1.SchemeGroupVersion.WithResource("pods"))
 	for ctx.Err() == nil {
 		list, err := s.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0"})
@@ -123,7 +103,7 @@ func runPods(ctx context.Context, s *registry.Store, clock *hpaClock) {
 				if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil {
 					continue
 				}
-				started := metav1.NewTime(clock.now().Add(-10 * time.Minute))
+				started := metav1.NewTime(clock.Now().Add(-10 * time.Minute))
 				_, _ = s.Mutate(ctx, pods, p.Namespace, p.Name, "status", func(obj runtime.Object) error {
 					st := &obj.(*corev1.Pod).Status
 					st.Phase, st.StartTime = corev1.PodRunning, &started
@@ -250,14 +230,14 @@ func TestHPAScalesDeployment(t *testing.T) {
 	if n := e.replicas(t); n != 3 {
 		t.Fatalf("scaled to %d within the stabilization window", n)
 	}
-	clock.advance(5*time.Minute + time.Second)
+	clock.Advance(5*time.Minute + time.Second)
 	eventually(t, "the Deployment is scaled down to 1 after the window", func() bool { return e.replicas(t) == 1 })
 	eventually(t, "a SuccessfulRescale event for the scale-down", func() bool {
 		return slices.Contains(e.hpaEvents(t, "web", "SuccessfulRescale"), "New size: 1; reason: All metrics below target")
 	})
 	eventually(t, "the status shows the scale-down", func() bool {
 		h := e.hpa(t, "web")
-		return h.Status.DesiredReplicas == 1 && h.Status.LastScaleTime.Time.Equal(clock.now())
+		return h.Status.DesiredReplicas == 1 && h.Status.LastScaleTime.Time.Equal(clock.Now())
 	})
 }
 
@@ -288,7 +268,7 @@ func TestHPABehavior(t *testing.T) {
 	if n := e.replicas(t); n != 2 {
 		t.Fatalf("%d replicas within the policy's period, want 2", n)
 	}
-	clock.advance(61 * time.Second)
+	clock.Advance(61 * time.Second)
 	eventually(t, "one more replica in the next period", func() bool { return e.replicas(t) == 3 })
 	if msgs := e.hpaEvents(t, "web", "SuccessfulRescale"); !slices.Contains(msgs, "New size: 2; reason: memory resource above target") {
 		t.Errorf("events %q", msgs)

@@ -31,29 +31,11 @@ import (
 
 const rsWait = 15 * time.Second
 
-// rsTestClock is a clock that moves only when told.
-type rsTestClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *rsTestClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *rsTestClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type rsEnv struct {
 	t     *testing.T
 	s     *registry.Store
 	ctx   context.Context
-	clock *rsTestClock
+	clock *TestClock
 	rsRes *registry.Resource
 	pods  *registry.Resource
 }
@@ -65,8 +47,8 @@ func newRSEnv(t *testing.T) *rsEnv {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	clock := &rsTestClock{t: time.Now().UTC().Truncate(time.Second)}
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log, Now: clock.now})
+	clock := NewTestClock(time.Now().UTC().Truncate(time.Second))
+	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log, Now: clock.Now})
 	e := &rsEnv{t: t, s: s, ctx: t.Context(), clock: clock,
 		rsRes: mustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
 		pods:  mustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
@@ -75,7 +57,7 @@ func newRSEnv(t *testing.T) *rsEnv {
 	found := false
 	for _, ctl := range table {
 		if rsc, ok := ctl.(*replicaSets); ok {
-			rsc.now = clock.now
+			rsc.now = clock.Now
 			found = true
 		}
 	}
@@ -315,9 +297,9 @@ func TestReplicaSetScaleDownOrder(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e", "g", "f"}
 	for _, n := range names {
 		e.createPod(n, web)
-		e.clock.advance(time.Minute)
+		e.clock.Advance(time.Minute)
 	}
-	readySince := e.clock.now().Add(-time.Hour)
+	readySince := e.clock.Now().Add(-time.Hour)
 	running := func(ready bool, restarts int32) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodRunning
@@ -501,7 +483,7 @@ func TestReplicaSetStatus(t *testing.T) {
 		return len(e.owned(rs)) == 3 && rsStatusIs(e.getRS("web"), 3, 2, 0, 0)
 	})
 
-	since := e.clock.now()
+	since := e.clock.Now()
 	for name := range e.owned(rs) {
 		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; setReady(p, true, since) })
 	}
@@ -511,11 +493,11 @@ func TestReplicaSetStatus(t *testing.T) {
 
 	// Ten seconds later (by the controller's clock) they are available;
 	// an update of the ReplicaSet has it looked at.
-	e.clock.advance(11 * time.Second)
+	e.clock.Advance(11 * time.Second)
 	e.mutateRS("web", func(rs *appsv1.ReplicaSet) { rs.Annotations = map[string]string{"touch": "1"} })
 	e.eventually("3 available", func() bool { return rsStatusIs(e.getRS("web"), 3, 2, 3, 3) })
 
-	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, false, e.clock.now()) })
+	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, false, e.clock.Now()) })
 	e.eventually("a pod turning unready counts", func() bool { return rsStatusIs(e.getRS("web"), 3, 2, 2, 2) })
 
 	// observedGeneration follows a change of the spec.
@@ -540,7 +522,7 @@ func TestReplicaSetStatus(t *testing.T) {
 	for name := range e.owned(rs) {
 		e.mutatePod(name, func(p *corev1.Pod) { p.Annotations = map[string]string{"x": "y"} })
 	}
-	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, true, e.clock.now().Add(-time.Minute)) })
+	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, true, e.clock.Now().Add(-time.Minute)) })
 	select {
 	case ev := <-events:
 		got, ok := ev.Object.(*appsv1.ReplicaSet)
@@ -560,11 +542,11 @@ func TestReplicaSetStatusTimerMakesPodsAvailable(t *testing.T) {
 	rs := e.createRS("web", spec)
 	e.eventually("1 pod", func() bool { return len(e.owned(rs)) == 1 })
 	for name := range e.owned(rs) {
-		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; setReady(p, true, e.clock.now()) })
+		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; setReady(p, true, e.clock.Now()) })
 	}
 	e.eventually("ready, not available", func() bool { return rsStatusIs(e.getRS("web"), 1, 1, 1, 0) })
 	// The controller looks again when minReadySeconds have passed.
-	e.clock.advance(2 * time.Second)
+	e.clock.Advance(2 * time.Second)
 	e.eventually("available without any event", func() bool { return rsStatusIs(e.getRS("web"), 1, 1, 1, 1) })
 }
 
