@@ -1,0 +1,18 @@
+//go:build !linux
+
+package volumes
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Volumes are mounted on Linux only; elsewhere the package builds, and
+// what needs the kernel says so.
+var errNotLinux = fmt.Errorf("volumes: %w: mounts need Linux", errors.ErrUnsupported)
+
+func mountTmpfs(dir, opts string, hardened bool) error        { return errNotLinux }
+func isTmpfs(dir string) (bool, error)                        { return false, errNotLinux }
+func unmountUnder(dir string) error                           { return errNotLinux }
+func diskUsage(dir string) (int64, error)                     { return 0, errNotLinux }
+func bindSubPath(root, sub, target string, create bool) error { return errNotLinux }
