@@ -1,0 +1,23 @@
+// Package stream is the node agent's streaming server, the part of the
+// kubelet's port 10250 that the API server proxies kubectl logs, exec and
+// attach to. The paths and query parameters are the kubelet's, so that the
+// proxy forwards them as they are:
+//
+//	GET /containerLogs/{namespace}/{pod}/{container}?follow=&tailLines=&previous=&timestamps=&sinceSeconds=&sinceTime=&limitBytes=&stream=
+//	GET /exec/{namespace}/{pod}/{container}?command=a&command=b&stdin=&stdout=&stderr=&tty=
+//	GET /attach/{namespace}/{pod}/{container}?stdin=&stdout=&stderr=&tty=
+//
+// Logs are plain text (read by package logs from the container's log files),
+// flushed as they come when following. Exec and attach are WebSockets
+// speaking the Kubernetes channel protocol v5.channel.k8s.io (or v4): each
+// binary message starts with its channel, 0 stdin, 1 stdout, 2 stderr,
+// 3 status, 4 terminal size ({"Width":80,"Height":24}), and in v5 the
+// message {255, channel} closes a channel (the client's stdin at its end).
+// The session ends with a metav1.Status on channel 3: Success, or Failure
+// with reason NonZeroExitCode and the exit code as an ExitCode cause, which
+// kubectl turns into its own exit code. SPDY is not served: kubectl speaks
+// WebSocket since 1.30.
+//
+// Authentication and TLS are the http.Server's (client certificates); the
+// pods and the container runtime are behind the Pods and Runtime interfaces.
+package stream
