@@ -13,7 +13,7 @@ RACE_PKGS := ./raft/... ./control/... ./node/...
 # Unit tests (no built binary needed): everything but e2e.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-APT_PACKAGES := etcd-server qemu-user-static iproute2
+APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file
 
 .PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership bench-scheduler demo demo-down lint clean
 

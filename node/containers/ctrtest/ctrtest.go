@@ -1,0 +1,206 @@
+// Package ctrtest starts the real parts the node agent's tests run
+// against: a containerd daemon of the test's own (own root, state and
+// socket), Debian's docker-registry on a loopback port, and OCI images
+// built in the test (busybox from the machine, static binaries) pushed to
+// it, so the real pull path is exercised.
+package ctrtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+)
+
+// Require fails (in CI) or skips (elsewhere) a test when the machine
+// cannot run containers: not root, or containerd, runc or docker-registry
+// missing. `make setup` installs them.
+func Require(t testing.TB, tools ...string) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, tool := range append([]string{"containerd", "runc"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("needs %s (run `make setup` as root)", strings.Join(missing, ", "))
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Containerd starts a containerd daemon for the test and returns its socket
+// address. The daemon's root, state and socket are under a directory of
+// the test; the CRI plugin is off (isle is not a CRI client). The daemon
+// and every shim it started are stopped when the test ends.
+func Containerd(t testing.TB) string {
+	t.Helper()
+	Require(t)
+	// A short directory: unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "containerd.sock")
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = %q
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock, filepath.Join(dir, "opt"))
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("containerd", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	t.Cleanup(func() {
+		killContainers(sock)
+		stopShims(dir)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logf.Name()); err == nil {
+				t.Logf("containerd log (last 4 KiB):\n%s", tail(b, 4096))
+			}
+		}
+		unmountUnder(dir)
+		_ = os.RemoveAll(dir)
+	})
+	waitFor(t, "containerd socket "+sock, func() bool {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return sock
+}
+
+// stopShims kills the shims of the daemon rooted at dir: their command
+// lines name its socket.
+func stopShims(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte("containerd-shim")) || !bytes.Contains(b, []byte(dir)) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(p, "/proc/%d/cmdline", &pid); err == nil {
+			if proc, err := os.FindProcess(pid); err == nil {
+				_ = proc.Kill()
+			}
+		}
+	}
+}
+
+// unmountUnder unmounts whatever is still mounted below dir (rootfs
+// overlays of containers the test left running), deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = exec.Command("umount", "-l", points[i]).Run()
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Context is a context for a test's calls, ended with the test.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// killContainers kills and deletes every container of every namespace of
+// the daemon at sock, so no container process outlives the test.
+func killContainers(sock string) {
+	client, err := containerd.New(sock, containerd.WithTimeout(5*time.Second))
+	if err != nil {
+		return
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nss, err := client.NamespaceService().List(ctx)
+	if err != nil {
+		return
+	}
+	for _, ns := range nss {
+		nctx := namespaces.WithNamespace(ctx, ns)
+		cs, err := client.Containers(nctx)
+		if err != nil {
+			continue
+		}
+		for _, c := range cs {
+			if t, err := c.Task(nctx, nil); err == nil {
+				if exited, err := t.Wait(nctx); err == nil {
+					if t.Kill(nctx, syscall.SIGKILL, containerd.WithKillAll) == nil {
+						select {
+						case <-exited:
+						case <-time.After(5 * time.Second):
+						}
+					}
+				}
+				_, _ = t.Delete(nctx, containerd.WithProcessKill)
+			}
+			_ = c.Delete(nctx, containerd.WithSnapshotCleanup)
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package containers_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/containers/ctrtest"
+)
+
+// rawLog is a LogFile that keeps the output as it comes.
+type rawLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *rawLog) Stream(string) io.Writer { return l }
+func (l *rawLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Write(p)
+}
+func (l *rawLog) Close() error { return l.f.Close() }
+
+func openRaw(path string) (containers.LogFile, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &rawLog{f: f}, nil
+}
+
+type env struct {
+	rt      *containers.Runtime
+	cfg     containers.Config
+	busybox string
+	dir     string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	sock := ctrtest.Containerd(t)
+	reg := ctrtest.Registry(t, "")
+	ref := ctrtest.Push(t, reg, "isle/busybox:1", ctrtest.Busybox(t), nil)
+	dir := t.TempDir()
+	cfg := containers.Config{Address: sock, Namespace: "isle-test", FIFODir: filepath.Join(dir, "fifo"), OpenLog: openRaw}
+	rt, err := containers.Connect(ctrtest.Context(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rt.Close()
+		_ = containers.RemoveCgroup("/isle-test")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go rt.Run(ctx)
+	return &env{rt: rt, cfg: cfg, busybox: ref, dir: dir}
+}
+
+func (e *env) image(t *testing.T) string {
+	t.Helper()
+	img, err := e.rt.EnsureImage(ctrtest.Context(t), e.busybox, corev1.PullIfNotPresent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.Ref
+}
+
+func (e *env) run(t *testing.T, s containers.Spec) {
+	t.Helper()
+	ctx := ctrtest.Context(t)
+	if s.ID == "" {
+		s.ID = containers.NewID()
+	}
+	if err := e.rt.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.Start(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitExit(t *testing.T, rt *containers.Runtime, id string) containers.Container {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := rt.Inspect(ctrtest.Context(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == containers.Exited {
+			return c
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("container %s did not exit", id)
+	return containers.Container{}
+}
+
+func TestRunToExit(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	log := filepath.Join(e.dir, "c.log")
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: ref, Command: []string{"sh", "-c", "echo out; echo err >&2; echo $GREETING; exit 3"},
+		Env: []string{"GREETING=hello"}, LogPath: log, Labels: map[string]string{"app": "t"}, CgroupParent: "/isle-test/pod1"})
+	c := waitExit(t, e.rt, id)
+	if c.ExitCode != 3 || c.OOMKilled || c.StartedAt.IsZero() || c.FinishedAt.Before(c.StartedAt) || c.Labels["app"] != "t" {
+		t.Fatalf("exit recorded as %+v", c)
+	}
+	got, _ := os.ReadFile(log)
+	for _, want := range []string{"out\n", "err\n", "hello\n"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("log %q lacks %q", got, want)
+		}
+	}
+	if err := e.rt.Remove(ctrtest.Context(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.Inspect(ctrtest.Context(t), id); !errors.Is(err, containers.ErrNotFound) {
+		t.Fatalf("inspect after remove: %v", err)
+	}
+	if err := containers.RemoveCgroup("/isle-test/pod1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStopGraceAndKill(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	// One container leaves on SIGTERM, one ignores it.
+	polite, stubborn := containers.NewID(), containers.NewID()
+	e.run(t, containers.Spec{ID: polite, Image: ref, Command: []string{"sh", "-c", "trap 'exit 7' TERM; while true; do sleep 0.1; done"}})
+	e.run(t, containers.Spec{ID: stubborn, Image: ref, Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 0.1; done"}})
+	time.Sleep(300 * time.Millisecond) // let the shells set their traps
+	start := time.Now()
+	if err := e.rt.Stop(ctrtest.Context(t), polite, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := e.rt.Inspect(ctrtest.Context(t), polite); c.State != containers.Exited || c.ExitCode != 7 {
+		t.Fatalf("polite container: %+v", c)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("SIGTERM honoured only after %s", took)
+	}
+	start = time.Now()
+	if err := e.rt.Stop(ctrtest.Context(t), stubborn, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := e.rt.Inspect(ctrtest.Context(t), stubborn); c.State != containers.Exited || c.ExitCode != 137 {
+		t.Fatalf("stubborn container: %+v", c)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("killed after %s, before its grace period", took)
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: ref, MemoryLimit: 16 << 20, CgroupParent: "/isle-test/oom",
+		Command: []string{"sh", "-c", "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived"}})
+	c := waitExit(t, e.rt, id)
+	if !c.OOMKilled || c.ExitCode != 137 {
+		t.Fatalf("container over its memory limit: %+v", c)
+	}
+	_ = e.rt.Remove(ctrtest.Context(t), id)
+	_ = containers.RemoveCgroup("/isle-test/oom")
+}
+
+func TestExecAndStats(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: ref, Command: []string{"sleep", "3600"}, WorkingDir: "/tmp",
+		Env: []string{"X=1"}, CgroupParent: "/isle-test/exec"})
+	ctx := ctrtest.Context(t)
+	var out, errOut bytes.Buffer
+	code, err := e.rt.Exec(ctx, id, []string{"sh", "-c", "cat; pwd; echo $X; echo oops >&2; exit 4"},
+		containers.Streams{Stdin: strings.NewReader("from stdin\n"), Stdout: &out, Stderr: &errOut})
+	if err != nil || code != 4 {
+		t.Fatalf("exec: code %d, err %v", code, err)
+	}
+	if out.String() != "from stdin\n/tmp\n1\n" || errOut.String() != "oops\n" {
+		t.Fatalf("exec output %q / %q", out.String(), errOut.String())
+	}
+	code, outb, err := e.rt.ExecSync(ctx, id, []string{"sleep", "10"}, 300*time.Millisecond)
+	if !errors.Is(err, containers.ErrTimeout) {
+		t.Fatalf("exec past its timeout: code %d, out %q, err %v", code, outb, err)
+	}
+	c, err := e.rt.Inspect(ctx, id)
+	if err != nil || c.State != containers.Running || c.Cgroup == "" {
+		t.Fatalf("inspect running: %+v, %v", c, err)
+	}
+	u, err := containers.CgroupUsage(c.Cgroup)
+	if err != nil || u.WorkingSet == 0 || u.CPUNanos == 0 {
+		t.Fatalf("usage %+v, %v", u, err)
+	}
+	if err := e.rt.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_ = containers.RemoveCgroup("/isle-test/exec")
+}
+
+func TestReattachAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	log := filepath.Join(e.dir, "ticker.log")
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: ref, LogPath: log,
+		Command: []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}})
+	time.Sleep(300 * time.Millisecond)
+	// The agent goes away (its copiers stop) and comes back.
+	e.rt.Close()
+	time.Sleep(300 * time.Millisecond)
+	rt2, err := containers.Connect(ctrtest.Context(t), e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close()
+	cs, err := rt2.Containers(ctrtest.Context(t))
+	if err != nil || len(cs) != 1 || cs[0].ID != id || cs[0].State != containers.Running {
+		t.Fatalf("containers after restart: %+v, %v", cs, err)
+	}
+	if err := rt2.Reattach(ctrtest.Context(t), id); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(log)
+	time.Sleep(500 * time.Millisecond)
+	after, _ := os.ReadFile(log)
+	if len(after) <= len(before) {
+		t.Fatalf("no output copied after reattach (%d bytes, then %d)", len(before), len(after))
+	}
+	// The container ran on: its ticks are consecutive from 0.
+	lines := strings.Split(strings.TrimSpace(string(after)), "\n")
+	for i, l := range lines {
+		if l != "tick "+itoa(i) {
+			t.Fatalf("line %d is %q: the container restarted or output was lost", i, l)
+		}
+	}
+	if err := rt2.Remove(ctrtest.Context(t), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
+
+func fmtInt(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+func TestImagePolicyAndErrors(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctrtest.Context(t)
+	if _, err := e.rt.EnsureImage(ctx, e.busybox, corev1.PullNever, nil); !errors.Is(err, containers.ErrImageNeverPull) {
+		t.Fatalf("Never with the image absent: %v", err)
+	}
+	missing := strings.Replace(e.busybox, "busybox:1", "nothere:1", 1)
+	_, err := e.rt.EnsureImage(ctx, missing, corev1.PullIfNotPresent, nil)
+	if !errors.Is(err, containers.ErrImagePull) || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("missing image: %v", err)
+	}
+	if _, err := e.rt.EnsureImage(ctx, "no spaces allowed:1", corev1.PullIfNotPresent, nil); !errors.Is(err, containers.ErrInvalidImage) {
+		t.Fatalf("invalid name: %v", err)
+	}
+	e.image(t)
+	if img, err := e.rt.EnsureImage(ctx, e.busybox, corev1.PullNever, nil); err != nil || !strings.Contains(img.ID, "@sha256:") {
+		t.Fatalf("Never with the image present: %+v, %v", img, err)
+	}
+}
+
+func TestStartErrorBadCommand(t *testing.T) {
+	e := newEnv(t)
+	ref := e.image(t)
+	err := e.rt.Create(ctrtest.Context(t), containers.Spec{ID: containers.NewID(), Image: ref, Command: []string{"/no/such/binary"}})
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("create with a missing binary: %v", err)
+	}
+	cs, _ := e.rt.Containers(ctrtest.Context(t))
+	if len(cs) != 0 {
+		t.Fatalf("a failed create left %d containers", len(cs))
+	}
+}
