@@ -99,5 +99,16 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, msg s
 			req.Verb = "deletecollection"
 		}
 	}
+	if isConnect(req) && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
+		// A session in a pod's container is a write of pods/exec (or
+		// attach), whether kubectl asks with a WebSocket GET or a SPDY
+		// POST, as recent Kubernetes versions authorize it.
+		req.Verb = "create"
+	}
 	return req, true, ""
+}
+
+// isConnect reports whether req opens a session in a container.
+func isConnect(req request) bool {
+	return req.Resource.Group == "" && req.Resource.Resource == "pods" && oneOf(req.Subresource, "exec", "attach", "portforward")
 }

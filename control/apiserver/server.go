@@ -8,6 +8,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -55,6 +56,12 @@ type Config struct {
 	// resourcemetrics.ReportPath); metrics.k8s.io/v1beta1 is served from
 	// it, for kubectl top. nil: neither is served.
 	Usage *resourcemetrics.Cache
+	// NodeTLS is the client configuration for the node agents' streaming
+	// servers, to which pods/log, pods/exec and pods/attach are proxied:
+	// the cluster CA as the only root and this server's client certificate
+	// (pki.APIServerUser). The agent is verified by its node's name. nil:
+	// those subresources answer 503.
+	NodeTLS *tls.Config
 	// IsleVersion and IsleCommit are reported in /version.
 	IsleVersion, IsleCommit string
 	Logger                  *slog.Logger
@@ -158,7 +165,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		s.writeError(w, r, apierrors.NewMethodNotSupported(req.Resource.GroupVersionResource.GroupResource(), r.Method))
 		return "unsupported", req.Resource.Resource
 	}
-	if req.Verb != "create" {
+	// Creates are authorized once their object's name is known, except
+	// those of a subresource (binding, eviction, exec, attach), whose URL
+	// names the object.
+	if req.Verb != "create" || req.Subresource != "" {
 		if err := s.authorize(r.Context(), u, req); err != nil {
 			s.writeError(w, r, err)
 			return req.Verb, req.Resource.Resource
@@ -179,7 +189,7 @@ func (s *Server) version() *version.Info {
 }
 
 // statusRecorder remembers the status code for metrics; it passes
-// flushing through for watches.
+// flushing through for watches and logs.
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
@@ -195,3 +205,7 @@ func (s *statusRecorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Unwrap gives http.ResponseController the connection, which the exec and
+// attach proxy hijacks.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

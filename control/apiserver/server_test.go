@@ -564,6 +564,11 @@ func TestNodeAuthorization(t *testing.T) {
 		{"create own Lease elsewhere", "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"metadata":{"name":"a"}}`, jsonCT, 403},
 		{"delete another node's pod", "DELETE", "/api/v1/namespaces/default/pods/on-b", "", nil, 403},
 		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200},
+		{"exec in own pod (WebSocket GET)", "GET", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403},
+		{"exec in a pod (SPDY POST)", "POST", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403},
+		{"attach to a pod", "GET", "/api/v1/namespaces/default/pods/on-b/attach", "", nil, 403},
+		{"bind a pod", "POST", "/api/v1/namespaces/default/pods/unbound/binding", `{"target":{"name":"a"}}`, jsonCT, 403},
+		{"evict a pod", "POST", "/api/v1/namespaces/default/pods/on-b/eviction", `{}`, jsonCT, 403},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -597,8 +602,10 @@ func TestErrorResponses(t *testing.T) {
 		reason                   metav1.StatusReason
 		message                  string
 	}{
-		{"pods/log", "GET", "/api/v1/namespaces/default/pods/p/log", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/log needs the node agent"},
-		{"pods/exec", "POST", "/api/v1/namespaces/default/pods/p/exec", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/exec"},
+		{"pods/log without node TLS", "GET", "/api/v1/namespaces/default/pods/p/log", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/log: this API server has no client certificate for the node agents"},
+		{"pods/exec without node TLS", "POST", "/api/v1/namespaces/default/pods/p/exec", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/exec"},
+		{"pods/log is read-only", "POST", "/api/v1/namespaces/default/pods/p/log", "", nil, 405, metav1.StatusReasonMethodNotAllowed, ""},
+		{"pods/portforward", "GET", "/api/v1/namespaces/default/pods/p/portforward", "", nil, 404, metav1.StatusReasonNotFound, "isle does not serve pods/portforward yet"},
 		{"unknown resource", "GET", "/api/v1/foos", "", nil, 404, metav1.StatusReasonNotFound, "could not find the requested resource"},
 		{"unknown namespaced resource", "GET", "/api/v1/namespaces/default/foos", "", nil, 404, metav1.StatusReasonNotFound, ""},
 		{"unknown group", "GET", "/apis/nope.example.com/v1/things", "", nil, 404, metav1.StatusReasonNotFound, ""},

@@ -216,12 +216,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// The API server's client certificate for the boards' streaming servers.
+	nodeTLS, err := id.CA.ClientConfig(pki.APIServerUser, nil, time.Now)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: time.Now,
+		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
-		Extra:     &joinHandler{node: node, id: id, log: log, members: members},
-		NodeLease: members.nodeLease, Usage: usage,
+		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, log: log, members: members}),
+		NodeLease: members.nodeLease, Usage: usage, NodeTLS: nodeTLS,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {

@@ -17,6 +17,18 @@
 // CAHash is kubeadm's discovery-token-ca-cert-hash: "sha256:" followed by
 // the hex SHA-256 of the CA's SubjectPublicKeyInfo.
 //
+// # Node agents' serving certificates
+//
+// A node agent's streaming server (kubectl logs, exec and attach, which the
+// API servers proxy to it) serves a certificate from IssueNodeServing: the
+// board sends a certificate request (NewCSR) for a key it keeps, and the
+// CA signs that key for the DNS name of the node the board's credential
+// belongs to, and nothing else: no IP addresses and none of the names API
+// server certificates carry, because clients of the API servers trust the
+// same CA. The streaming server accepts only the API servers' client
+// certificate (CN=APIServerUser, from ClientConfig, which renews it when
+// RenewalDue), and the API servers verify it by the node's name.
+//
 // # Join token
 //
 // A join token lets a new node trust the cluster (by pinning the CA's

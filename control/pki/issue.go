@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -85,39 +86,48 @@ func (ca *CA) IssueClient(commonName string, orgs []string, now time.Time) (cert
 	return certPEM, keyPEM, nil
 }
 
-// issue completes tmpl (serial, validity within the CA's, key usage),
-// generates a key and signs the certificate with the CA.
+// issue generates a key and signs tmpl for it (see sign).
 func (ca *CA) issue(tmpl *x509.Certificate, now time.Time) (certPEM, keyPEM []byte, err error) {
-	if ca == nil || ca.Cert == nil || ca.Key == nil {
-		return nil, nil, errors.New("CA certificate or key missing")
-	}
 	key, err := newKey()
 	if err != nil {
 		return nil, nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = maxTime(now.Add(-ClockSkew), ca.Cert.NotBefore).UTC()
-	tmpl.NotAfter = minTime(now.Add(LeafValidity), ca.Cert.NotAfter).UTC()
-	if !tmpl.NotAfter.After(tmpl.NotBefore) {
-		return nil, nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
-			ca.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),
-			ca.Cert.NotBefore.Format(time.RFC3339), ca.Cert.NotAfter.Format(time.RFC3339))
-	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create certificate: %w", err)
 	}
 	keyPEM, err = encodeKey(key)
 	if err != nil {
 		return nil, nil, err
 	}
-	return encodeCert(der), keyPEM, nil
+	certPEM, err = ca.sign(tmpl, key.Public(), now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
+// sign completes tmpl (serial, validity within the CA's, key usage) and
+// signs the certificate of pub with the CA.
+func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) (certPEM []byte, err error) {
+	if ca == nil || ca.Cert == nil || ca.Key == nil {
+		return nil, errors.New("CA certificate or key missing")
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = maxTime(now.Add(-ClockSkew), ca.Cert.NotBefore).UTC()
+	tmpl.NotAfter = minTime(now.Add(LeafValidity), ca.Cert.NotAfter).UTC()
+	if !tmpl.NotAfter.After(tmpl.NotBefore) {
+		return nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
+			ca.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),
+			ca.Cert.NotBefore.Format(time.RFC3339), ca.Cert.NotAfter.Format(time.RFC3339))
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+	if err != nil {
+		return nil, fmt.Errorf("create certificate: %w", err)
+	}
+	return encodeCert(der), nil
 }
 
 // checkDNSName rejects names that cannot be a DNS SAN: empty, too long, or

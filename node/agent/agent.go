@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -41,7 +42,33 @@ type Config struct {
 	// PodStats gives the usage of the board's pods for the usage reports;
 	// nil: NoPodStats (this board runs no containers yet).
 	PodStats PodStats
-	Logger   *slog.Logger
+	// Stream is the streaming server's handler (package stream: kubectl
+	// logs, exec and attach, proxied by the API servers), served over TLS
+	// on StreamPort of Address; nil: no streaming server.
+	Stream http.Handler
+	// StreamPort is the streaming server's port, reported in the Node's
+	// status.daemonEndpoints; 0: DefaultStreamPort (10250).
+	StreamPort int
+	Logger     *slog.Logger
+	// MaxPods is how many pods the board takes (its Node's pods
+	// capacity); 0: 110.
+	MaxPods int
+	// ReservedCPU is the CPU kept from pods for the system and isle, in
+	// millicores; 0: none.
+	ReservedCPU int64
+	// ReservedMemory is the memory kept from pods for the system and
+	// isle, in bytes; 0: 10% of the board's memory.
+	ReservedMemory int64
+	// ReservedStorage is the space of DataDir's filesystem kept from pods'
+	// ephemeral storage, in bytes; 0: none.
+	ReservedStorage int64
+	// MemoryPressureThreshold is the available memory (MemAvailable), in
+	// bytes, below which the Node reports MemoryPressure; 0: 100 MiB or 5%
+	// of the board's memory, whichever is smaller.
+	MemoryPressureThreshold int64
+	// RuntimeVersion is the container runtime as the Node reports it
+	// ("containerd://1.7.35"); "": none reported.
+	RuntimeVersion string
 }
 
 // Agent is a running node agent.
@@ -51,6 +78,7 @@ type Agent struct {
 	facts   hw.Facts
 	servers *servers
 	client  *rest.RESTClient
+	report  *nodeReport
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -61,13 +89,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Credential.validate(); err != nil {
 		return fmt.Errorf("agent: credential: %w", err)
 	}
+	if err := cfg.streamDefaults(); err != nil {
+		return err
+	}
 	facts, err := hw.Read()
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts,
 		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback}}
+	if a.report, err = newNodeReport(cfg, facts); err != nil {
+		return err
+	}
 	if a.client, err = newClient(cfg.Credential, a.servers); err != nil {
+		return err
+	}
+	if err := a.serveStreams(ctx); err != nil {
 		return err
 	}
 	if err := retry(ctx, a.log, "register the Node", a.register); err != nil {
@@ -80,6 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go stats.run(ctx, resourcemetrics.ReportInterval)
+	go a.watchPressure(ctx)
 	return a.run(ctx)
 }
 
@@ -148,7 +186,8 @@ func (a *Agent) register(ctx context.Context) error {
 // postStatus writes the agent's view of n's status if it differs.
 func (a *Agent) postStatus(ctx context.Context, n *corev1.Node) error {
 	n = n.DeepCopy()
-	want := nodeStatus(a.cfg.Address, n.Name, a.cfg.KubeVersion, a.facts, a.cfg.DataDir, time.Now())
+	want := a.report.status(time.Now())
+	want.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.StreamPort)
 	if !applyStatus(n, want) {
 		return nil
 	}

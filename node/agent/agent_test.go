@@ -95,8 +95,9 @@ func TestNodeLabels(t *testing.T) {
 func TestApplyStatus(t *testing.T) {
 	f := hw.Facts{Arch: "arm64", CPUs: 4, Memory: 4 << 30, Kernel: "6.6", OSImage: "Debian"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := testReport(t, Config{Credential: Credential{Name: "pi4"}, Address: "10.0.0.5", KubeVersion: "v1.32.4"}, f)
 	n := &corev1.Node{}
-	if !applyStatus(n, nodeStatus("10.0.0.5", "pi4", "v1.32.4", f, t.TempDir(), t0)) {
+	if !applyStatus(n, r.status(t0)) {
 		t.Fatal("a new status was not a change")
 	}
 	if !readyByAgent(n) {
@@ -105,7 +106,7 @@ func TestApplyStatus(t *testing.T) {
 	if mem := n.Status.Allocatable[corev1.ResourceMemory]; mem.Value() != f.Memory-f.Memory/10 {
 		t.Fatalf("allocatable memory %v", mem.String())
 	}
-	if applyStatus(n, nodeStatus("10.0.0.5", "pi4", "v1.32.4", f, t.TempDir(), t0.Add(time.Hour))) {
+	if applyStatus(n, r.status(t0.Add(time.Hour))) {
 		t.Fatal("the same status an hour later is a change: the agent would write every time")
 	}
 	// The control plane marked it Unknown; the agent's status is a change
@@ -119,7 +120,7 @@ func TestApplyStatus(t *testing.T) {
 		t.Fatal("Unknown counted as the agent's Ready")
 	}
 	t2 := t0.Add(2 * time.Hour)
-	if !applyStatus(n, nodeStatus("10.0.0.5", "pi4", "v1.32.4", f, t.TempDir(), t2)) || !readyByAgent(n) {
+	if !applyStatus(n, r.status(t2)) || !readyByAgent(n) {
 		t.Fatal("Ready was not posted again")
 	}
 	for _, c := range n.Status.Conditions {

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
-	"syscall"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -16,14 +17,22 @@ import (
 
 // Labels and annotations isle puts on Nodes besides Kubernetes' own.
 const (
-	LabelRole          = "isle.dev/role"        // server or agent
-	LabelARMVersion    = "isle.dev/arm-version" // 6 or 7 on 32-bit ARM boards
-	LabelControlPlane  = "node-role.kubernetes.io/control-plane"
-	AnnotationModel    = "isle.dev/board-model"
-	maxPods            = 110
-	readyReason        = "KubeletReady"
-	readyMessage       = "isle agent is posting ready status"
-	memoryReservedPart = 10 // percent of memory kept from pods for the system and isle
+	LabelRole         = "isle.dev/role"        // server or agent
+	LabelARMVersion   = "isle.dev/arm-version" // 6 or 7 on 32-bit ARM boards
+	LabelControlPlane = "node-role.kubernetes.io/control-plane"
+	// LabelArchBeta and LabelOSBeta are the deprecated forms of
+	// kubernetes.io/arch and kubernetes.io/os, which kubectl and some
+	// charts still select on.
+	LabelArchBeta   = "beta.kubernetes.io/arch"
+	LabelOSBeta     = "beta.kubernetes.io/os"
+	AnnotationModel = "isle.dev/board-model"
+)
+
+const (
+	defaultMaxPods       = 110
+	memoryReservePercent = 10 // of the board's memory, kept from pods by default
+	readyReason          = "KubeletReady"
+	readyMessage         = "isle agent is posting ready status"
 )
 
 // nodeLabels are the labels a board's Node carries.
@@ -32,6 +41,8 @@ func nodeLabels(name string, role gossip.Role, f hw.Facts) map[string]string {
 		corev1.LabelHostname:   name,
 		corev1.LabelArchStable: f.Arch,
 		corev1.LabelOSStable:   "linux",
+		LabelArchBeta:          f.Arch,
+		LabelOSBeta:            "linux",
 		LabelRole:              string(role),
 	}
 	if f.ARMVersion > 0 {
@@ -43,43 +54,129 @@ func nodeLabels(name string, role gossip.Role, f hw.Facts) map[string]string {
 	return l
 }
 
-// nodeStatus is the status a board posts: what it has, where it is, and
-// that it is ready.
-func nodeStatus(addr string, name, kubeVersion string, f hw.Facts, dataDir string, now time.Time) corev1.NodeStatus {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(f.CPUs), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(f.Memory, resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
-	}
-	var st syscall.Statfs_t
-	if syscall.Statfs(dataDir, &st) == nil {
-		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(st.Blocks)*int64(st.Bsize), resource.BinarySI)
-	}
-	allocatable := capacity.DeepCopy()
-	allocatable[corev1.ResourceMemory] = *resource.NewQuantity(f.Memory-f.Memory*memoryReservedPart/100, resource.BinarySI)
+// nodeReport is what the agent reports in its Node's status: the board's
+// addresses, resources and system info, fixed at start, and its pressure
+// conditions, which checkPressure re-evaluates.
+type nodeReport struct {
+	addresses   []corev1.NodeAddress
+	capacity    corev1.ResourceList
+	allocatable corev1.ResourceList
+	info        corev1.NodeSystemInfo
+	// memoryThreshold is the available memory, in bytes, below which the
+	// board is under memory pressure.
+	memoryThreshold int64
+	// read reads the board's pressure signals.
+	read func() (reading, error)
 
-	t := metav1.NewTime(now)
-	cond := func(typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
-		return corev1.NodeCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: t, LastTransitionTime: t}
+	mu       sync.Mutex
+	pressure pressure // the latest evaluation
+
+	// posted is the pressure last written or found written; only
+	// checkPressure's goroutine uses it after start.
+	posted pressure
+}
+
+// newNodeReport validates cfg's resource and runtime fields against the
+// board and takes the first pressure reading.
+func newNodeReport(cfg Config, f hw.Facts) (*nodeReport, error) {
+	if cfg.RuntimeVersion != "" && !strings.Contains(cfg.RuntimeVersion, "://") {
+		return nil, fmt.Errorf("agent: RuntimeVersion %q: want runtime://version, such as containerd://1.7.35", cfg.RuntimeVersion)
 	}
-	return corev1.NodeStatus{
-		Capacity:    capacity,
-		Allocatable: allocatable,
-		Conditions: []corev1.NodeCondition{
-			cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "isle agent has sufficient memory available"),
-			cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "isle agent has no disk pressure"),
-			cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "isle agent has sufficient PID available"),
-			cond(corev1.NodeReady, corev1.ConditionTrue, readyReason, readyMessage),
+	disk, err := hw.ReadFilesystem(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: DataDir: %w", err)
+	}
+	capacity, allocatable, err := nodeResources(cfg, f, disk.Size)
+	if err != nil {
+		return nil, err
+	}
+	threshold := cfg.MemoryPressureThreshold
+	switch {
+	case threshold == 0:
+		threshold = min(defaultMemoryThreshold, f.Memory*defaultMemoryThresholdPercent/100)
+	case threshold < 0 || threshold >= f.Memory:
+		return nil, fmt.Errorf("agent: MemoryPressureThreshold %d: want bytes between 0 and the board's memory, %d", threshold, f.Memory)
+	}
+	r := &nodeReport{
+		addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: cfg.Address},
+			{Type: corev1.NodeHostName, Address: cfg.Credential.Name},
 		},
-		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: addr},
-			{Type: corev1.NodeHostName, Address: name},
-		},
-		NodeInfo: corev1.NodeSystemInfo{
+		capacity:    capacity,
+		allocatable: allocatable,
+		info: corev1.NodeSystemInfo{
 			MachineID: f.MachineID, SystemUUID: f.MachineID, BootID: f.BootID,
 			KernelVersion: f.Kernel, OSImage: f.OSImage, OperatingSystem: "linux", Architecture: f.Arch,
-			KubeletVersion: kubeVersion,
+			ContainerRuntimeVersion: cfg.RuntimeVersion, KubeletVersion: cfg.KubeVersion,
 		},
+		memoryThreshold: threshold,
+		read:            boardReader(f.Memory, cfg.DataDir),
+	}
+	// The first status, which registration posts, has this pressure.
+	if r.posted, err = r.evaluate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// nodeResources are the board's capacity and what of it pods may have:
+// the capacity less cfg's reserves. storage is the size of DataDir's
+// filesystem, where pods' ephemeral storage lives.
+func nodeResources(cfg Config, f hw.Facts, storage int64) (capacity, allocatable corev1.ResourceList, err error) {
+	pods := cfg.MaxPods
+	switch {
+	case pods == 0:
+		pods = defaultMaxPods
+	case pods < 0:
+		return nil, nil, fmt.Errorf("agent: MaxPods %d: want a positive number, or 0 for %d", pods, defaultMaxPods)
+	}
+	memoryReserve := cfg.ReservedMemory
+	if memoryReserve == 0 {
+		memoryReserve = f.Memory * memoryReservePercent / 100
+	}
+	capacity = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}
+	allocatable = capacity.DeepCopy()
+	for _, r := range []struct {
+		field    string
+		name     corev1.ResourceName
+		capacity int64 // millicores for CPU, bytes otherwise
+		reserved int64
+	}{
+		{"ReservedCPU", corev1.ResourceCPU, int64(f.CPUs) * 1000, cfg.ReservedCPU},
+		{"ReservedMemory", corev1.ResourceMemory, f.Memory, memoryReserve},
+		{"ReservedStorage", corev1.ResourceEphemeralStorage, storage, cfg.ReservedStorage},
+	} {
+		quantity := func(v int64) resource.Quantity {
+			if r.name == corev1.ResourceCPU {
+				return *resource.NewMilliQuantity(v, resource.DecimalSI)
+			}
+			return *resource.NewQuantity(v, resource.BinarySI)
+		}
+		if r.reserved < 0 {
+			return nil, nil, fmt.Errorf("agent: %s %d: a reserve cannot be negative", r.field, r.reserved)
+		}
+		if r.reserved > r.capacity {
+			q, c := quantity(r.reserved), quantity(r.capacity)
+			return nil, nil, fmt.Errorf("agent: %s %s is more than the board's %s, %s", r.field, q.String(), r.name, c.String())
+		}
+		capacity[r.name] = quantity(r.capacity)
+		allocatable[r.name] = quantity(r.capacity - r.reserved)
+	}
+	return capacity, allocatable, nil
+}
+
+// status is the Node status the board posts at now: what it has, where it
+// is, its pressure, and that it is ready.
+func (r *nodeReport) status(now time.Time) corev1.NodeStatus {
+	r.mu.Lock()
+	p := r.pressure
+	r.mu.Unlock()
+	return corev1.NodeStatus{
+		Capacity:    r.capacity.DeepCopy(),
+		Allocatable: r.allocatable.DeepCopy(),
+		Conditions:  p.conditions(now),
+		Addresses:   slices.Clone(r.addresses),
+		NodeInfo:    r.info,
 	}
 }
 
@@ -113,6 +210,9 @@ func applyStatus(n *corev1.Node, want corev1.NodeStatus) bool {
 	}
 	if fmt.Sprint(old.Addresses) != fmt.Sprint(want.Addresses) || old.NodeInfo != want.NodeInfo {
 		n.Status.Addresses, n.Status.NodeInfo, changed = want.Addresses, want.NodeInfo, true
+	}
+	if old.DaemonEndpoints != want.DaemonEndpoints {
+		n.Status.DaemonEndpoints, changed = want.DaemonEndpoints, true
 	}
 	for _, c := range want.Conditions {
 		i := conditionIndex(n.Status.Conditions, c.Type)

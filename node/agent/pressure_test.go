@@ -1,0 +1,342 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+func TestPressureOf(t *testing.T) {
+	const gib = 1 << 30
+	pi3Threshold := int64(gib * 5 / 100) // 51.2 MiB: 5% of 1 GiB is below 100 MiB
+	for _, tc := range []struct {
+		name      string
+		r         reading
+		threshold int64
+		want      pressure
+	}{
+		{"healthy", healthy(gib), pi3Threshold, pressure{}},
+		{"1 GiB board, 60 MiB free", with(healthy(gib), func(r *reading) { r.memoryAvailable = 60 << 20 }), pi3Threshold, pressure{}},
+		{"1 GiB board, 50 MiB free", with(healthy(gib), func(r *reading) { r.memoryAvailable = 50 << 20 }), pi3Threshold, pressure{memory: true}},
+		{"8 GiB board, 100 MiB free", with(healthy(8*gib), func(r *reading) { r.memoryAvailable = 100 << 20 }), 100 << 20, pressure{}},
+		{"8 GiB board, 99 MiB free", with(healthy(8*gib), func(r *reading) { r.memoryAvailable = 99 << 20 }), 100 << 20, pressure{memory: true}},
+		{"disk 10% free", with(healthy(gib), func(r *reading) { r.disk = hw.Filesystem{Size: 1000, Available: 100} }), pi3Threshold, pressure{}},
+		{"disk 9.9% free", with(healthy(gib), func(r *reading) { r.disk = hw.Filesystem{Size: 1000, Available: 99} }), pi3Threshold, pressure{disk: true}},
+		{"disk full", with(healthy(gib), func(r *reading) { r.disk = hw.Filesystem{Size: 1000} }), pi3Threshold, pressure{disk: true}},
+		// 90% of 32768 is 29491.2.
+		{"PIDs 90% taken", with(healthy(gib), func(r *reading) { r.pids = hw.PIDs{Used: 29491, Max: 32768} }), pi3Threshold, pressure{}},
+		{"PIDs over 90% taken", with(healthy(gib), func(r *reading) { r.pids = hw.PIDs{Used: 29492, Max: 32768} }), pi3Threshold, pressure{pids: true}},
+		{"everything short", reading{memoryAvailable: 0, disk: hw.Filesystem{Size: 10}, pids: hw.PIDs{Used: 100, Max: 100}}, pi3Threshold,
+			pressure{memory: true, disk: true, pids: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pressureOf(tc.r, tc.threshold); got != tc.want {
+				t.Fatalf("%+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func with(r reading, edit func(*reading)) reading {
+	edit(&r)
+	return r
+}
+
+func TestPressureConditions(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cs := pressure{disk: true}.conditions(now)
+	want := map[corev1.NodeConditionType]struct {
+		status corev1.ConditionStatus
+		reason string
+	}{
+		corev1.NodeMemoryPressure: {corev1.ConditionFalse, "KubeletHasSufficientMemory"},
+		corev1.NodeDiskPressure:   {corev1.ConditionTrue, "KubeletHasDiskPressure"},
+		corev1.NodePIDPressure:    {corev1.ConditionFalse, "KubeletHasSufficientPID"},
+		corev1.NodeReady:          {corev1.ConditionTrue, readyReason},
+	}
+	if len(cs) != len(want) {
+		t.Fatalf("conditions %v", cs)
+	}
+	for _, c := range cs {
+		w, ok := want[c.Type]
+		if !ok || c.Status != w.status || c.Reason != w.reason || c.Message == "" || !c.LastTransitionTime.Time.Equal(now) {
+			t.Errorf("condition %+v, want %+v", c, w)
+		}
+	}
+}
+
+// fakeAPI serves one Node as the API server does, enough for the agent:
+// get, update and update status, with resource versions.
+type fakeAPI struct {
+	t  *testing.T
+	mu sync.Mutex
+	// node is the stored Node; its resource version counts the writes.
+	node       corev1.Node
+	gets       int
+	statusPuts int
+	// conflicts is how many next status updates fail with 409.
+	conflicts int
+}
+
+func newFakeAPI(t *testing.T, n corev1.Node) (*fakeAPI, *rest.RESTClient) {
+	f := &fakeAPI{t: t, node: n}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	metav1.AddToGroupVersion(scheme, corev1.SchemeGroupVersion)
+	c, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, APIPath: "/api", QPS: -1, ContentConfig: rest.ContentConfig{
+		GroupVersion:         &corev1.SchemeGroupVersion,
+		NegotiatedSerializer: serializer.NewCodecFactory(scheme).WithoutConversion(),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reply := func(code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		if err := json.NewEncoder(w).Encode(v); err != nil {
+			f.t.Errorf("fake API: %v", err)
+		}
+	}
+	fail := func(code int, reason metav1.StatusReason) {
+		reply(code, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Reason: reason, Code: int32(code), Message: string(reason)})
+	}
+	path := "/api/v1/nodes/" + f.node.Name
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == path:
+		f.gets++
+		f.node.TypeMeta = metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}
+		reply(http.StatusOK, f.node)
+	case r.Method == http.MethodPut && (r.URL.Path == path || r.URL.Path == path+"/status"):
+		var n corev1.Node
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			fail(http.StatusBadRequest, metav1.StatusReasonBadRequest)
+			return
+		}
+		status := strings.HasSuffix(r.URL.Path, "/status")
+		if n.ResourceVersion != f.node.ResourceVersion || (status && f.conflicts > 0) {
+			f.conflicts--
+			fail(http.StatusConflict, metav1.StatusReasonConflict)
+			return
+		}
+		rv, _ := strconv.Atoi(f.node.ResourceVersion)
+		if status {
+			f.statusPuts++
+			f.node.Status = n.Status
+		} else {
+			f.node.Labels, f.node.Annotations = n.Labels, n.Annotations
+		}
+		f.node.ResourceVersion = strconv.Itoa(rv + 1)
+		reply(http.StatusOK, f.node)
+	default:
+		f.t.Errorf("fake API: unexpected %s %s", r.Method, r.URL.Path)
+		fail(http.StatusNotFound, metav1.StatusReasonNotFound)
+	}
+}
+
+// counts are the Node reads and status writes so far.
+func (f *fakeAPI) counts() (gets, statusPuts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.statusPuts
+}
+
+func (f *fakeAPI) condition(typ corev1.NodeConditionType) corev1.NodeCondition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := conditionIndex(f.node.Status.Conditions, typ); i >= 0 {
+		return f.node.Status.Conditions[i]
+	}
+	f.t.Fatalf("the Node has no %s condition", typ)
+	return corev1.NodeCondition{}
+}
+
+// pressureAgent is an agent of a 1 GiB board whose API is a fakeAPI and
+// whose pressure reading is *now.
+func pressureAgent(t *testing.T, logs io.Writer) (*Agent, *fakeAPI, *reading) {
+	t.Helper()
+	pi3 := hw.Facts{Arch: "arm", ARMVersion: 7, CPUs: 4, Memory: 1 << 30}
+	api, client := newFakeAPI(t, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pi3", ResourceVersion: "1"}})
+	cfg := Config{Credential: Credential{Name: "pi3"}, Role: gossip.RoleAgent, Address: "192.168.1.23", KubeVersion: "v1.32.4"}
+	a := &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(logs, nil)), facts: pi3, client: client, report: testReport(t, cfg, pi3)}
+	now := healthy(pi3.Memory)
+	a.report.read = func() (reading, error) { return now, nil }
+	return a, api, &now
+}
+
+// The agent writes the Node's status when a condition's status changes,
+// and only then; a write that failed is made at the next check.
+func TestCheckPressureWritesOnChange(t *testing.T) {
+	ctx := t.Context()
+	a, api, now := pressureAgent(t, io.Discard)
+	if err := a.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gets0, puts := api.counts()
+	if puts != 1 {
+		t.Fatalf("registration wrote the status %d times", puts)
+	}
+	registered := api.condition(corev1.NodeMemoryPressure).LastTransitionTime
+	check := func(what string, wantPuts int) {
+		t.Helper()
+		if err := a.checkPressure(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if _, puts := api.counts(); puts != wantPuts {
+			t.Fatalf("%s: %d status writes, want %d", what, puts, wantPuts)
+		}
+	}
+
+	for range 3 {
+		check("no change", 1)
+	}
+	if gets, _ := api.counts(); gets != gets0 {
+		t.Fatalf("checks with no change read the Node %d times", gets-gets0)
+	}
+
+	before := time.Now().Truncate(time.Second) // times go over the wire in seconds
+	now.memoryAvailable = 40 << 20
+	check("memory short", 2)
+	mp := api.condition(corev1.NodeMemoryPressure)
+	if mp.Status != corev1.ConditionTrue || mp.Reason != "KubeletHasInsufficientMemory" || mp.LastTransitionTime.Time.Before(before) {
+		t.Fatalf("MemoryPressure %+v, want True since %v", mp, before)
+	}
+	if dp := api.condition(corev1.NodeDiskPressure); dp.Status != corev1.ConditionFalse || !dp.LastTransitionTime.Equal(&registered) {
+		t.Fatalf("DiskPressure %+v changed with memory", dp)
+	}
+	now.memoryAvailable = 30 << 20 // still short: no change
+	check("memory still short", 2)
+
+	// The write fails (the Node changed meanwhile): the next check writes.
+	api.mu.Lock()
+	api.conflicts = 1
+	api.mu.Unlock()
+	*now = healthy(1 << 30)
+	if err := a.checkPressure(ctx); err == nil {
+		t.Fatal("a conflicting write reported no error")
+	}
+	check("after a conflict", 3)
+	if mp := api.condition(corev1.NodeMemoryPressure); mp.Status != corev1.ConditionFalse {
+		t.Fatalf("MemoryPressure %+v after memory came back", mp)
+	}
+
+	// The change was already written (by the agent's Ready follow-up):
+	// the check reads the Node but writes nothing.
+	now.disk.Available = 0
+	if _, err := a.report.evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	n := api.node.DeepCopy() // no writer runs now
+	if err := a.postStatus(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	check("already written", 4)
+	if dp := api.condition(corev1.NodeDiskPressure); dp.Status != corev1.ConditionTrue {
+		t.Fatalf("DiskPressure %+v", dp)
+	}
+	gets1, _ := api.counts()
+	check("no change after", 4)
+	if gets, _ := api.counts(); gets != gets1 {
+		t.Fatal("the pressure already written was not recorded as posted")
+	}
+
+	// A reading that fails keeps the last pressure.
+	a.report.read = func() (reading, error) { return reading{}, errors.New("no /proc") }
+	if err := a.checkPressure(ctx); err == nil || !strings.Contains(err.Error(), "no /proc") {
+		t.Fatalf("a failed reading: %v", err)
+	}
+	if st := a.report.status(time.Now()); st.Conditions[conditionIndex(st.Conditions, corev1.NodeDiskPressure)].Status != corev1.ConditionTrue {
+		t.Fatal("a failed reading cleared DiskPressure")
+	}
+}
+
+// The loop checks at every tick, logs a failing check once, and says when
+// it works again.
+func TestPressureLoop(t *testing.T) {
+	var logs bytes.Buffer // written by the loop between ticks only
+	a, api, now := pressureAgent(t, &logs)
+	if err := a.register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Each check reads the next of these; ticks and readings go over
+	// unbuffered channels, so a tick's send returns once the loop is
+	// waiting again, the previous check done.
+	type result struct {
+		r   reading
+		err error
+	}
+	results := make(chan result)
+	ctx, cancel := context.WithCancel(t.Context())
+	a.report.read = func() (reading, error) {
+		select {
+		case res := <-results:
+			return res.r, res.err
+		case <-ctx.Done():
+			return reading{}, ctx.Err()
+		}
+	}
+	tick := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		a.pressureLoop(ctx, tick)
+		close(done)
+	}()
+	step := func(r reading, err error) {
+		tick <- time.Now()
+		results <- result{r, err}
+	}
+
+	short := *now
+	short.pids.Used = short.pids.Max
+	step(short, nil)
+	tick <- time.Now() // the first check is done
+	if _, puts := api.counts(); puts != 2 {
+		t.Fatalf("%d status writes, want registration's and one for PIDPressure", puts)
+	}
+	results <- result{short, nil}
+	for range 3 {
+		step(reading{}, errors.New("no /proc"))
+	}
+	step(short, nil)
+	tick <- time.Now() // the last check is done; the next one ends with ctx
+	cancel()
+	<-done
+	if n := strings.Count(logs.String(), "pressure not checked"); n != 1 {
+		t.Errorf("a failing check logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "pressure checked again") {
+		t.Errorf("recovery not logged:\n%s", logs.String())
+	}
+	if c := api.condition(corev1.NodePIDPressure); c.Status != corev1.ConditionTrue {
+		t.Errorf("PIDPressure %+v", c)
+	}
+}
