@@ -25,7 +25,7 @@ start_member() { # index, then --init or --join ADDR --token T
   mkdir -p "$DIR/$name"
   nohup "$ISLE" server "${@:2}" --name "$name" --data-dir "$DIR/$name" --address 127.0.0.1 \
     --store-addr "127.0.0.1:$(store_port "$i")" --raft-port "$(($(store_port "$i") + 1))" \
-    --api-port "$(api_port "$i")" --gossip-port "$(gossip_port "$i")" >>"$DIR/$name.log" 2>&1 &
+    --api-port "$(api_port "$i")" --gossip-port "$(gossip_port "$i")" --containerd none >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
   disown
 }
@@ -34,7 +34,7 @@ start_agent() { # index, then --join ADDR --token T
   local name=${names[$1]}
   mkdir -p "$DIR/$name"
   nohup "$ISLE" agent "${@:2}" --name "$name" --data-dir "$DIR/$name" --address 127.0.0.1 \
-    --gossip-port "$(gossip_port "$1")" >>"$DIR/$name.log" 2>&1 &
+    --gossip-port "$(gossip_port "$1")" --containerd none >>"$DIR/$name.log" 2>&1 &
   echo $! >"$DIR/$name.pid"
   disown
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +86,9 @@ func (m *member) start(t *testing.T) {
 	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
 		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort),
 		"--gossip-port", strconv.Itoa(m.gossipPort)}
+	if !slices.Contains(m.extra, "--containerd") {
+		args = append(args, "--containerd", "none") // a control-plane test: no pods run
+	}
 	args = append(args, m.extra...)
 	if m.join == "" {
 		args = append(args, "--init")

@@ -37,6 +37,7 @@ type agentFlags struct {
 	metricsAddr string
 	mdns        bool
 	nameGiven   bool
+	node        nodeFlags
 }
 
 func newAgentCommand() *cobra.Command {
@@ -69,6 +70,7 @@ servers it saw last.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.mdns, "mdns", true, "find the cluster (without --join) and advertise it by multicast DNS on the LAN interface of --address")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "address (host:port) to serve Prometheus /metrics on, such as 127.0.0.1:10249; empty: off")
+	f.node.add(fl)
 	return cmd
 }
 
@@ -84,7 +86,10 @@ func (f *agentFlags) validate() error {
 			return fmt.Errorf("--metrics-addr %q: want host:port with a fixed port", f.metricsAddr)
 		}
 	}
-	return checkJoinAddrs(f.join)
+	if err := checkJoinAddrs(f.join); err != nil {
+		return err
+	}
+	return f.node.apply(&agent.Config{})
 }
 
 func runAgent(ctx context.Context, f agentFlags) error {
@@ -161,8 +166,12 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		}
 	}
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
-	return agent.Run(ctx, agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
-		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log})
+	acfg := agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
+		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log}
+	if err := f.node.apply(&acfg); err != nil {
+		return err
+	}
+	return agent.Run(ctx, acfg)
 }
 
 // joinAsAgent is a new board's first start: find the servers through any

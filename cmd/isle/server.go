@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isle-cluster/isle/control/cluster"
+	"github.com/isle-cluster/isle/node/agent"
 )
 
 // serverFlags are the flags of `isle server`.
@@ -38,6 +39,7 @@ type serverFlags struct {
 	logLevel        string
 	memLimit        string
 	snapshot        cluster.SnapshotTuning
+	node            nodeFlags
 }
 
 func newServerCommand() *cobra.Command {
@@ -77,6 +79,7 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
+	f.node.add(fl)
 	return cmd
 }
 
@@ -122,7 +125,7 @@ func (f *serverFlags) validate() error {
 	case len(f.join) > 0 && f.token == "":
 		return fmt.Errorf("--join needs --token (the first server printed it; it is in its DATA-DIR/token)")
 	}
-	return nil
+	return f.node.apply(&agent.Config{})
 }
 
 func runServer(ctx context.Context, f serverFlags) error {
@@ -139,7 +142,11 @@ func runServer(ctx context.Context, f serverFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hostPort := func(p int) string { return net.JoinHostPort(f.address, strconv.Itoa(p)) }
-	return cluster.Run(ctx, cluster.Config{
+	var node agent.Config
+	if err := f.node.apply(&node); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return cluster.Run(ctx, cluster.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,
 		NodeGrace: f.nodeGrace, MDNS: f.mdns,

@@ -10,7 +10,9 @@ import (
 
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
-		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi"}
+		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi",
+			node: nodeFlags{containerd: "/run/containerd/containerd.sock", namespace: "isle", runDir: "/run/isle", streamPort: 10250,
+				podResync: time.Minute, maxPods: 110, reservedCPU: "0", reservedMem: "0", reservedDisk: "0"}}
 	}
 	cases := []struct {
 		name   string
@@ -34,6 +36,13 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"memory limit off", func(f *serverFlags) { f.memLimit = "0" }, ""},
 		{"memory limit not a size", func(f *serverFlags) { f.memLimit = "lots" }, "--memory-limit"},
 		{"negative memory limit", func(f *serverFlags) { f.memLimit = "-1Mi" }, "--memory-limit"},
+		{"no pods", func(f *serverFlags) { f.node.containerd = "none" }, ""},
+		{"containerd not a path", func(f *serverFlags) { f.node.containerd = "containerd.sock" }, "--containerd"},
+		{"stream port out of range", func(f *serverFlags) { f.node.streamPort = 0 }, "--stream-port"},
+		{"resync too often", func(f *serverFlags) { f.node.podResync = time.Millisecond }, "--pod-resync"},
+		{"reserve not a size", func(f *serverFlags) { f.node.reservedMem = "much" }, "--reserved-memory"},
+		{"negative CPU reserve", func(f *serverFlags) { f.node.reservedCPU = "-1" }, "--reserved-cpu"},
+		{"relative run dir", func(f *serverFlags) { f.node.runDir = "run" }, "--run-dir"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,6 +90,9 @@ type Config struct {
 	// Snapshot tunes when the store snapshots (zero values: the store's
 	// defaults).
 	Snapshot SnapshotTuning
+	// Agent holds the settings of the board's node agent (how it runs
+	// pods); its identity, addresses and logger are filled in here.
+	Agent agent.Config
 }
 
 // SnapshotTuning tunes the store's snapshots: boards with little memory
@@ -283,8 +286,10 @@ func Run(ctx context.Context, cfg Config) error {
 			errc <- err
 			return
 		}
-		errc <- agent.Run(runCtx, agent.Config{Credential: cred, Role: gossip.RoleServer, Address: cfg.Address.String(),
-			DataDir: cfg.DataDir, Gossip: g, Fallback: []string{cfg.APIAdvertise}, KubeVersion: apiserver.KubeVersion, Logger: log})
+		acfg := cfg.Agent
+		acfg.Credential, acfg.Role, acfg.Address, acfg.DataDir = cred, gossip.RoleServer, cfg.Address.String(), cfg.DataDir
+		acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger = g, []string{cfg.APIAdvertise}, apiserver.KubeVersion, log
+		errc <- agent.Run(runCtx, acfg)
 	}()
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)

@@ -24,7 +24,9 @@ import (
 
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/containers"
 	"github.com/isle-cluster/isle/node/gossip"
+	"github.com/isle-cluster/isle/node/pods"
 )
 
 // Config configures an agent.
@@ -67,8 +69,22 @@ type Config struct {
 	// of the board's memory, whichever is smaller.
 	MemoryPressureThreshold int64
 	// RuntimeVersion is the container runtime as the Node reports it
-	// ("containerd://1.7.35"); "": none reported.
+	// ("containerd://1.7.35"); "": none reported. Set from containerd
+	// when Containerd is.
 	RuntimeVersion string
+	// Containerd is containerd's socket; the agent runs the board's pods
+	// through it (and serves Stream and PodStats itself). "": the board
+	// runs no containers, and the deletions of pods bound to it are
+	// finished as if they had stopped.
+	Containerd string
+	// ContainerdNamespace holds isle's containers; "": "isle".
+	ContainerdNamespace string
+	// RunDir holds what does not outlive a reboot (network namespaces,
+	// stdio FIFOs); "": /run/isle.
+	RunDir string
+	// PodResync is how often every pod is synced without a cause (configMap
+	// and secret changes reach volumes then); 0: a minute.
+	PodResync time.Duration
 }
 
 // Agent is a running node agent.
@@ -79,6 +95,7 @@ type Agent struct {
 	servers *servers
 	client  *rest.RESTClient
 	report  *nodeReport
+	pods    *pods.Manager // nil: the board runs no containers
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -89,19 +106,35 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Credential.validate(); err != nil {
 		return fmt.Errorf("agent: credential: %w", err)
 	}
-	if err := cfg.streamDefaults(); err != nil {
-		return err
-	}
 	facts, err := hw.Read()
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts,
 		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback}}
-	if a.report, err = newNodeReport(cfg, facts); err != nil {
+	if a.cfg.RunDir == "" {
+		a.cfg.RunDir = "/run/isle"
+	}
+	var rt *containers.Runtime
+	if cfg.Containerd != "" {
+		if rt, err = a.connectRuntime(ctx); err != nil || rt == nil {
+			return err
+		}
+		defer rt.Close()
+		a.cfg.RuntimeVersion = "containerd://" + rt.Version()
+	}
+	if a.report, err = newNodeReport(a.cfg, facts); err != nil {
 		return err
 	}
 	if a.client, err = newClient(cfg.Credential, a.servers); err != nil {
+		return err
+	}
+	if rt != nil {
+		if a.pods, err = a.startPods(rt); err != nil {
+			return err
+		}
+	}
+	if err := a.cfg.streamDefaults(); err != nil {
 		return err
 	}
 	if err := a.serveStreams(ctx); err != nil {
@@ -112,7 +145,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
 		"memory", facts.Memory)
-	stats, err := newStatsPusher(cfg.Credential, a.servers, cfg.PodStats, a.log)
+	if rt != nil {
+		go rt.Run(ctx)
+		go func() {
+			if err := a.pods.Run(ctx); err != nil {
+				a.log.Error("agent: pods stopped", "err", err)
+			}
+		}()
+	}
+	stats, err := newStatsPusher(cfg.Credential, a.servers, a.cfg.PodStats, a.log)
 	if err != nil {
 		return err
 	}
@@ -187,7 +228,9 @@ func (a *Agent) register(ctx context.Context) error {
 func (a *Agent) postStatus(ctx context.Context, n *corev1.Node) error {
 	n = n.DeepCopy()
 	want := a.report.status(time.Now())
-	want.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.StreamPort)
+	if a.cfg.Stream != nil {
+		want.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.StreamPort)
+	}
 	if !applyStatus(n, want) {
 		return nil
 	}
@@ -216,6 +259,9 @@ func (a *Agent) run(ctx context.Context) error {
 	}
 	go inf.Run(ctx.Done())
 	go func() {
+		if a.pods != nil {
+			return
+		}
 		if err := finishDeletions(ctx, a.client, name, a.log); err != nil {
 			a.log.Error("agent: watch the board's pods", "err", err)
 		}

@@ -27,7 +27,13 @@ const (
 	labelExitCode   = "isle.dev/exit-code"
 	labelOOMKilled  = "isle.dev/oom-killed"
 	labelReason     = "isle.dev/reason"
+	labelMessage    = "isle.dev/message"
 )
+
+// ErrStartFailed: the container's process could not be started (a
+// missing binary, a bad working directory); the container is kept as
+// exited with reason StartError and exit code 128, as Kubernetes reports.
+var ErrStartFailed = errors.New("StartError")
 
 // ErrNotFound: no such container.
 var ErrNotFound = errors.New("no such container")
@@ -57,9 +63,9 @@ type Container struct {
 	FinishedAt           time.Time
 	ExitCode             int
 	OOMKilled            bool
-	// Reason is set when the runtime ended the container itself
-	// ("StartError").
-	Reason string
+	// Reason and Message are set when the process could not start
+	// ("StartError" and the runtime's error).
+	Reason, Message string
 	// Cgroup is the container's cgroup path (relative to the hierarchy's root).
 	Cgroup string
 	Pid    uint32
@@ -74,7 +80,9 @@ func NewID() string {
 
 // Create creates the container of s and its task (the process, not yet
 // started), with its output going to s.LogPath.
-func (r *Runtime) Create(ctx context.Context, s Spec) (err error) {
+// A process that cannot start (ErrStartFailed) leaves the container
+// exited, with the reason recorded.
+func (r *Runtime) Create(ctx context.Context, s Spec) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
@@ -113,18 +121,15 @@ func (r *Runtime) Create(ctx context.Context, s Spec) (err error) {
 	if err != nil {
 		return fmt.Errorf("containers: create %s: %w", s.ID, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = c.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
-		}
-	}()
 	st, err := r.openOutput(fifoConfig(r.cfg.FIFODir, s.ID, s.TTY, s.Stdin), s.LogPath, s.StdinOnce)
 	if err != nil {
+		_ = c.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
 		return err
 	}
-	if _, err := c.NewTask(ctx, func(string) (cio.IO, error) { return st, nil }); err != nil {
+	if _, terr := c.NewTask(ctx, func(string) (cio.IO, error) { return st, nil }); terr != nil {
 		st.finish(0)
-		return fmt.Errorf("containers: create %s: %w", s.ID, err)
+		removeFIFOs(r.cfg.FIFODir, s.ID)
+		return r.failStart(ctx, c, terr)
 	}
 	r.mu.Lock()
 	r.live[s.ID] = st
@@ -160,12 +165,36 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	}
 	started := time.Now()
 	if err := t.Start(ctx); err != nil {
-		return fmt.Errorf("containers: start %s: %w", id, err)
+		r.mu.Lock()
+		st := r.live[id]
+		delete(r.live, id)
+		r.mu.Unlock()
+		if st != nil {
+			st.finish(0)
+		}
+		_, _ = t.Delete(ctx, containerd.WithProcessKill)
+		return r.failStart(ctx, c, err)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		return fmt.Errorf("containers: start %s: record start time: %w", id, err)
 	}
 	return nil
+}
+
+// failStart records a process that could not start as an exit (code
+// 128, reason StartError, the runtime's message) and returns
+// ErrStartFailed with that message.
+func (r *Runtime) failStart(ctx context.Context, c containerd.Container, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if _, err := c.SetLabels(ctx, map[string]string{labelExitCode: "128", labelReason: "StartError",
+		labelMessage: msg, labelFinishedAt: now, labelStartedAt: now}); err != nil {
+		return fmt.Errorf("containers: %s: %w: %s (and recording it failed: %v)", c.ID(), ErrStartFailed, msg, err)
+	}
+	return fmt.Errorf("containers: %s: %w: %s", c.ID(), ErrStartFailed, msg)
 }
 
 func (r *Runtime) notFound(op, id string, err error) error {
@@ -369,7 +398,7 @@ func (r *Runtime) describe(ctx context.Context, c containerd.Container) (Contain
 	}
 	l := info.Labels
 	ct := Container{ID: c.ID(), Labels: l, Image: info.Image, CreatedAt: info.CreatedAt, Cgroup: l[labelCgroup],
-		Reason: l[labelReason]}
+		Reason: l[labelReason], Message: l[labelMessage]}
 	ct.StartedAt, _ = time.Parse(time.RFC3339Nano, l[labelStartedAt])
 	if code, ok := l[labelExitCode]; ok {
 		ct.State = Exited

@@ -42,6 +42,9 @@ type Image struct {
 	// ID is the reference by digest ("docker.io/library/nginx@sha256:…"),
 	// the containerStatuses' imageID.
 	ID string
+	// Pulled: EnsureImage pulled it (it was not present, or the policy is
+	// Always).
+	Pulled bool
 }
 
 // NormalizeImage turns a Pod's image ("nginx", "127.0.0.1:5000/hello:1")
@@ -87,7 +90,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, image string, policy corev1.P
 	if err != nil {
 		return Image{}, err
 	}
-	return imageOf(img), nil
+	out := imageOf(img)
+	out.Pulled = true
+	return out, nil
 }
 
 func (r *Runtime) pull(ctx context.Context, ref string, creds Credentials) (containerd.Image, error) {
@@ -247,10 +252,11 @@ func (r *Runtime) CollectImages(ctx context.Context, inUse map[string]bool, usag
 // dockerConfig is the content of a kubernetes.io/dockerconfigjson Secret
 // (or, under "auths"-less form, of a kubernetes.io/dockercfg one).
 type dockerConfig struct {
-	Auths map[string]dockerAuth `json:"auths"`
+	Auths map[string]DockerAuth `json:"auths"`
 }
 
-type dockerAuth struct {
+// DockerAuth is one registry's entry of a docker config.
+type DockerAuth struct {
 	Username      string `json:"username"`
 	Password      string `json:"password"`
 	Auth          string `json:"auth"`
@@ -259,7 +265,7 @@ type dockerAuth struct {
 
 // ParseDockerConfig reads the registry credentials of an image pull
 // secret: data is the Secret's .dockerconfigjson (or .dockercfg) value.
-func ParseDockerConfig(data []byte) (map[string]dockerAuth, error) {
+func ParseDockerConfig(data []byte) (map[string]DockerAuth, error) {
 	var cfg dockerConfig
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, fmt.Errorf("containers: docker config: %w", err)
@@ -269,7 +275,7 @@ func ParseDockerConfig(data []byte) (map[string]dockerAuth, error) {
 			return nil, fmt.Errorf("containers: docker config: %w", err)
 		}
 	}
-	out := map[string]dockerAuth{}
+	out := map[string]DockerAuth{}
 	for host, a := range cfg.Auths {
 		if a.Auth != "" && a.Username == "" {
 			raw, err := base64.StdEncoding.DecodeString(a.Auth)
@@ -300,7 +306,7 @@ func registryHost(key string) string {
 
 // CredentialsFrom answers from the pull secrets' parsed configs, the
 // first that names the host winning.
-func CredentialsFrom(configs ...map[string]dockerAuth) Credentials {
+func CredentialsFrom(configs ...map[string]DockerAuth) Credentials {
 	return func(host string) (string, string, error) {
 		for _, c := range configs {
 			if a, ok := c[host]; ok {

@@ -291,12 +291,13 @@ func TestImagePolicyAndErrors(t *testing.T) {
 func TestStartErrorBadCommand(t *testing.T) {
 	e := newEnv(t)
 	ref := e.image(t)
-	err := e.rt.Create(ctrtest.Context(t), containers.Spec{ID: containers.NewID(), Image: ref, Command: []string{"/no/such/binary"}})
-	if err == nil || !strings.Contains(err.Error(), "no such file") {
+	id := containers.NewID()
+	err := e.rt.Create(ctrtest.Context(t), containers.Spec{ID: id, Image: ref, Command: []string{"/no/such/binary"}})
+	if !errors.Is(err, containers.ErrStartFailed) || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("create with a missing binary: %v", err)
 	}
-	cs, _ := e.rt.Containers(ctrtest.Context(t))
-	if len(cs) != 0 {
-		t.Fatalf("a failed create left %d containers", len(cs))
+	c, err := e.rt.Inspect(ctrtest.Context(t), id)
+	if err != nil || c.State != containers.Exited || c.ExitCode != 128 || c.Reason != "StartError" || !strings.Contains(c.Message, "/no/such/binary") {
+		t.Fatalf("the failed start is recorded as %+v (%v)", c, err)
 	}
 }

@@ -80,6 +80,9 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 		if gossip {
 			args = append(args, "--gossip-port", strconv.Itoa(ports[9+i]))
 		}
+		if bytes.Contains(help, []byte("--containerd")) {
+			args = append(args, "--containerd", "none") // the store alone is measured
+		}
 		if i == 0 {
 			args = append(args, "--init")
 		} else {

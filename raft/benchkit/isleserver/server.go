@@ -89,8 +89,12 @@ func (s *Server) start(ctx context.Context) error {
 	// A server that gossips gets a free port of its own, so that a demo or
 	// another benchmark on the machine is no obstacle; older binaries,
 	// benchmarked for comparison, have no gossip.
-	if help, _ := exec.CommandContext(ctx, s.bin, "server", "--help").CombinedOutput(); bytes.Contains(help, []byte("--gossip-port")) {
+	help, _ := exec.CommandContext(ctx, s.bin, "server", "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("--gossip-port")) {
 		args = append(args, "--gossip-port", strconv.Itoa(ports[3]))
+	}
+	if bytes.Contains(help, []byte("--containerd")) {
+		args = append(args, "--containerd", "none") // the control plane alone is measured
 	}
 	if s.proc, err = benchkit.StartProc("isle server", s.logPath(), s.bin, args...); err != nil {
 		return err

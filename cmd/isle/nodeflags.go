@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/isle-cluster/isle/node/agent"
+)
+
+// nodeFlags are the node agent's flags, the same for `isle server` and
+// `isle agent`: how the board runs pods.
+type nodeFlags struct {
+	containerd   string
+	namespace    string
+	runDir       string
+	streamPort   int
+	podResync    time.Duration
+	maxPods      int
+	reservedCPU  string
+	reservedMem  string
+	reservedDisk string
+}
+
+func (f *nodeFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&f.containerd, "containerd", "/run/containerd/containerd.sock", "containerd's socket, through which the board runs its pods; none: the board runs no pods")
+	fl.StringVar(&f.namespace, "containerd-namespace", "isle", "containerd namespace of isle's containers")
+	fl.StringVar(&f.runDir, "run-dir", "/run/isle", "directory for what does not outlive a reboot (pods' network namespaces, stdio FIFOs); on a tmpfs")
+	fl.IntVar(&f.streamPort, "stream-port", agent.DefaultStreamPort, "port of the board's streaming server (kubectl logs, exec, attach through the API servers)")
+	fl.DurationVar(&f.podResync, "pod-resync", time.Minute, "how often every pod is synced without a cause: configMap and secret changes reach their volumes then")
+	fl.IntVar(&f.maxPods, "max-pods", 110, "how many pods the board takes")
+	fl.StringVar(&f.reservedCPU, "reserved-cpu", "0", "CPU kept from pods for the system and isle, such as 250m")
+	fl.StringVar(&f.reservedMem, "reserved-memory", "0", "memory kept from pods for the system and isle, such as 128Mi (0: 10% of the board's memory)")
+	fl.StringVar(&f.reservedDisk, "reserved-storage", "0", "space of the data directory's filesystem kept from pods' ephemeral storage, such as 1Gi")
+}
+
+// apply checks the flags and puts them into an agent's configuration.
+func (f *nodeFlags) apply(c *agent.Config) error {
+	if f.streamPort < 1 || f.streamPort > 65535 {
+		return fmt.Errorf("--stream-port %d: want a port from 1 to 65535", f.streamPort)
+	}
+	if f.podResync < time.Second {
+		return fmt.Errorf("--pod-resync %v: want at least 1s", f.podResync)
+	}
+	if f.maxPods < 1 {
+		return fmt.Errorf("--max-pods %d: want at least 1", f.maxPods)
+	}
+	if !filepath.IsAbs(f.runDir) {
+		return fmt.Errorf("--run-dir %q: want an absolute path", f.runDir)
+	}
+	switch {
+	case f.containerd == "none":
+	case !filepath.IsAbs(f.containerd):
+		return fmt.Errorf("--containerd %q: want the absolute path of containerd's socket, or none", f.containerd)
+	default:
+		c.Containerd = f.containerd
+	}
+	cpu, err := resource.ParseQuantity(f.reservedCPU)
+	if err != nil || cpu.Sign() < 0 {
+		return fmt.Errorf("--reserved-cpu %q: want a CPU amount such as 250m or 1", f.reservedCPU)
+	}
+	mem, err := resource.ParseQuantity(f.reservedMem)
+	if err != nil || mem.Sign() < 0 {
+		return fmt.Errorf("--reserved-memory %q: want a size such as 128Mi", f.reservedMem)
+	}
+	disk, err := resource.ParseQuantity(f.reservedDisk)
+	if err != nil || disk.Sign() < 0 {
+		return fmt.Errorf("--reserved-storage %q: want a size such as 1Gi", f.reservedDisk)
+	}
+	c.ContainerdNamespace, c.RunDir, c.StreamPort, c.PodResync, c.MaxPods = f.namespace, f.runDir, f.streamPort, f.podResync, f.maxPods
+	c.ReservedCPU, c.ReservedMemory, c.ReservedStorage = cpu.MilliValue(), mem.Value(), disk.Value()
+	return nil
+}

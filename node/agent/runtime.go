@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/pods"
+	"github.com/isle-cluster/isle/node/stream"
+)
+
+// connectRuntime checks that the board can run containers and connects
+// to containerd, waiting for it while it starts (a board's containerd
+// may come up after isle).
+func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error) {
+	if err := hw.CheckMemoryCgroup("/"); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	cfg := containers.Config{Address: a.cfg.Containerd, Namespace: a.cfg.ContainerdNamespace,
+		FIFODir: filepath.Join(a.cfg.RunDir, "fifo"), OpenLog: pods.OpenLog(0, 0), Logger: a.log}
+	var rt *containers.Runtime
+	err := retry(ctx, a.log, "connect to containerd", func(ctx context.Context) error {
+		var err error
+		rt, err = containers.Connect(ctx, cfg)
+		return err
+	})
+	if err != nil || rt == nil {
+		return nil, err // ctx ended
+	}
+	a.log.Info("agent: containerd connected", "address", a.cfg.Containerd, "version", rt.Version())
+	return rt, nil
+}
+
+// startPods makes the pod manager of the board: it serves the streaming
+// server and the usage reports.
+func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
+	m, err := pods.New(pods.Config{NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
+		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
+		Resync: a.cfg.PodResync, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a.cfg.Stream = stream.NewHandler(m, pods.StreamRuntime(rt), a.log)
+	a.cfg.PodStats = m
+	return m, nil
+}

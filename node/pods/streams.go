@@ -1,0 +1,91 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/stream"
+)
+
+// Container finds a container of a pod of this board for the streaming
+// server (kubectl logs, exec, attach): its current attempt, and the
+// previous one's log.
+func (m *Manager) Container(namespace, pod, container string) (stream.ContainerRef, error) {
+	var ps *podState
+	m.mu.Lock()
+	for _, s := range m.state {
+		if s.namespace == namespace && s.name == pod {
+			ps = s
+			break
+		}
+	}
+	m.mu.Unlock()
+	if ps == nil {
+		return stream.ContainerRef{}, fmt.Errorf("pod %s/%s is not on this node: %w", namespace, pod, stream.ErrNotFound)
+	}
+	att := ps.attempts(container, false)
+	if len(att) == 0 {
+		att = ps.attempts(container, true)
+	}
+	if len(att) == 0 {
+		return stream.ContainerRef{}, fmt.Errorf("container %q in pod %q is waiting to start: %w", container, pod, stream.ErrNotFound)
+	}
+	cur := att[0]
+	ref := stream.ContainerRef{ID: cur.ID, LogPath: m.logPath(namespace, pod, ps.uid, container, attempt(cur))}
+	if p := m.pod(ps.uid); p != nil {
+		if spec := containerSpecOf(p, container); spec != nil {
+			ref.TTY, ref.Stdin, ref.StdinOnce = spec.TTY, spec.Stdin, spec.StdinOnce
+		}
+	}
+	if len(att) > 1 {
+		ref.PreviousLogPath = m.logPath(namespace, pod, ps.uid, container, attempt(att[1]))
+	}
+	id := cur.ID
+	ref.Running = func() bool {
+		c, err := m.rt.Inspect(context.Background(), id)
+		return err == nil && c.State == containers.Running
+	}
+	return ref, nil
+}
+
+// StreamRuntime adapts the runtime to the streaming server.
+func StreamRuntime(rt *containers.Runtime) stream.Runtime { return streamRuntime{rt} }
+
+type streamRuntime struct{ rt *containers.Runtime }
+
+func (s streamRuntime) Exec(ctx context.Context, id string, cmd []string, st stream.Streams) (int, error) {
+	return s.rt.Exec(ctx, id, cmd, convert(ctx, st))
+}
+
+func (s streamRuntime) Attach(ctx context.Context, id string, st stream.Streams) error {
+	return s.rt.Attach(ctx, id, convert(ctx, st))
+}
+
+// convert carries a session's streams over, terminal sizes included.
+func convert(ctx context.Context, st stream.Streams) containers.Streams {
+	out := containers.Streams{Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, TTY: st.TTY}
+	if st.Resize != nil {
+		sizes := make(chan containers.TerminalSize, 1)
+		out.Resize = sizes
+		go func() {
+			defer close(sizes)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case sz, ok := <-st.Resize:
+					if !ok {
+						return
+					}
+					select {
+					case sizes <- containers.TerminalSize{Width: sz.Width, Height: sz.Height}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+	}
+	return out
+}

@@ -1,0 +1,344 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/netns"
+)
+
+// sync brings one pod to what it asks.
+func (m *Manager) sync(ctx context.Context, uid types.UID) error {
+	pod := m.pod(uid)
+	m.mu.Lock()
+	ps := m.state[uid]
+	m.mu.Unlock()
+	if pod == nil || pod.DeletionTimestamp != nil {
+		if ps == nil {
+			ps = m.stateOf(uid, "", "")
+			if pod != nil {
+				ps.namespace, ps.name = pod.Namespace, pod.Name
+			}
+		}
+		m.terminate(ctx, pod, ps)
+		return nil
+	}
+	if ps == nil {
+		ps = m.stateOf(uid, pod.Namespace, pod.Name)
+	}
+	ps.namespace, ps.name = pod.Namespace, pod.Name
+	if ps.terminating.Load() {
+		return nil
+	}
+	if isTerminal(pod) || ps.podFailed {
+		// Done: nothing restarts. Its containers stay for their logs until
+		// the pod is deleted.
+		m.stopProbes(ps, nil)
+		m.status.set(pod, m.podStatus(pod, ps))
+		return nil
+	}
+	next, err := m.syncRunning(ctx, pod, ps)
+	m.status.set(pod, m.podStatus(pod, ps))
+	if next > 0 {
+		m.queue.AddAfter(uid, next)
+	}
+	return err
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// syncRunning makes a live pod's sandbox, volumes and containers; it
+// returns when to look again (a back-off ending), 0 for no need.
+func (m *Manager) syncRunning(ctx context.Context, pod *corev1.Pod, ps *podState) (time.Duration, error) {
+	if ps.startTime == nil {
+		if pod.Status.StartTime != nil {
+			ps.startTime = pod.Status.StartTime.DeepCopy()
+		} else {
+			now := metaNow()
+			ps.startTime = &now
+		}
+	}
+	if err := m.sandbox(ctx, pod, ps); err != nil {
+		m.waitAll(pod, ps, "ContainerCreating", "")
+		m.events.warning(pod, "FailedCreatePodSandBox", err.Error())
+		return 5 * time.Second, err
+	}
+	paths, err := m.vol.Setup(ctx, pod)
+	if err != nil {
+		m.waitAll(pod, ps, "ContainerCreating", "")
+		m.events.warning(pod, "FailedMount", err.Error())
+		return 5 * time.Second, nil
+	}
+	var next time.Duration
+	wake := func(d time.Duration) {
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	// Init containers, in order, each to success.
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur := ps.current(c.Name, true)
+		switch {
+		case cur == nil:
+			wake(m.startContainer(ctx, pod, ps, c, true, paths, 0))
+			return next, nil
+		case cur.State != containers.Exited:
+			return next, nil // running: its exit wakes us
+		case cur.ExitCode == 0:
+			continue
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			ps.podFailed = true
+			return 0, nil
+		default:
+			wake(m.restart(ctx, pod, ps, c, true, paths, cur))
+			return next, nil
+		}
+	}
+	// App containers.
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur := ps.current(c.Name, false)
+		if cur == nil {
+			wake(m.startContainer(ctx, pod, ps, c, false, paths, 0))
+			continue
+		}
+		if cur.State != containers.Exited {
+			if why := m.mustRestart(ps, c, cur); why != "" {
+				m.events.normal(pod, "Killing", fmt.Sprintf("Container %s %s, will be restarted", c.Name, why))
+				if err := m.rt.Stop(ctx, cur.ID, gracePeriod(pod)); err != nil {
+					return 2 * time.Second, err
+				}
+				if err := m.refresh(ctx, ps, cur.ID); err != nil {
+					return 2 * time.Second, err
+				}
+				cur = ps.current(c.Name, false)
+			} else {
+				continue
+			}
+		}
+		if !restartable(pod.Spec.RestartPolicy, cur.ExitCode) {
+			continue
+		}
+		wake(m.restart(ctx, pod, ps, c, false, paths, cur))
+	}
+	m.prune(ctx, pod, ps)
+	m.ensureProbes(pod, ps)
+	return next, nil
+}
+
+func restartable(policy corev1.RestartPolicy, exitCode int) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// mustRestart says why a running container must be restarted: its
+// liveness or startup probe failed, or its spec changed.
+func (m *Manager) mustRestart(ps *podState, c *corev1.Container, cur *containers.Container) string {
+	if cur.Labels[labelHash] != specHash(c) {
+		return "definition changed"
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p := ps.probes[cur.ID]; p != nil {
+		switch {
+		case p.liveFailed:
+			return "failed liveness probe"
+		case p.startupFailed:
+			return "failed startup probe"
+		}
+	}
+	return ""
+}
+
+// restart starts a new attempt of an exited container, or waits out its
+// back-off (CrashLoopBackOff).
+func (m *Manager) restart(ctx context.Context, pod *corev1.Pod, ps *podState, c *corev1.Container, init bool, paths map[string]string, cur *containers.Container) time.Duration {
+	b := ps.backoff[c.Name]
+	if b == nil {
+		b = &backoff{}
+		ps.backoff[c.Name] = b
+	}
+	now := time.Now()
+	if now.Before(b.until) {
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", b.delay, c.Name, pod.Name, pod.Namespace, pod.UID)
+		if w := ps.waiting[c.Name]; w.Reason != "CrashLoopBackOff" {
+			m.events.warning(pod, "BackOff", "Back-off restarting failed container "+c.Name+" in pod "+pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")")
+		}
+		ps.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: msg}
+		return b.until.Sub(now)
+	}
+	ran := cur.FinishedAt.Sub(cur.StartedAt)
+	d := m.startContainer(ctx, pod, ps, c, init, paths, attempt(*cur)+1)
+	b.next(now, ran)
+	return d
+}
+
+// prune removes containers no longer needed: attempts older than the
+// previous one (kept for `kubectl logs --previous` and lastState), and
+// containers whose name the pod no longer has.
+func (m *Manager) prune(ctx context.Context, pod *corev1.Pod, ps *podState) {
+	names := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		names["i/"+c.Name] = true
+	}
+	for _, c := range pod.Spec.Containers {
+		names["c/"+c.Name] = true
+	}
+	keep := map[string]bool{}
+	for n := range names {
+		init, name := n[0] == 'i', n[2:]
+		for i, c := range ps.attempts(name, init) {
+			if i < 2 {
+				keep[c.ID] = true
+			}
+		}
+	}
+	for _, c := range ps.all() {
+		if keep[c.ID] {
+			continue
+		}
+		if err := m.rt.Remove(ctx, c.ID); err != nil {
+			m.log.Warn("pods: remove an old container", "pod", pod.Namespace+"/"+pod.Name, "container", c.ID, "err", err)
+			continue
+		}
+		ps.dropContainer(c.ID)
+		m.stopProbes(ps, map[string]bool{c.ID: true})
+	}
+}
+
+// refresh reads a container's state again from containerd.
+func (m *Manager) refresh(ctx context.Context, ps *podState, id string) error {
+	c, err := m.rt.Inspect(ctx, id)
+	if errors.Is(err, containers.ErrNotFound) {
+		ps.dropContainer(id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ps.setContainer(c)
+	return nil
+}
+
+// refreshAll reads the state of all the pod's containers.
+func (m *Manager) refreshAll(ctx context.Context, ps *podState) error {
+	for _, c := range ps.all() {
+		if c.State == containers.Exited {
+			continue // final
+		}
+		if err := m.refresh(ctx, ps, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sandbox makes the pod's network namespace and network.
+func (m *Manager) sandbox(ctx context.Context, pod *corev1.Pod, ps *podState) error {
+	if err := m.refreshAll(ctx, ps); err != nil {
+		return err
+	}
+	if pod.Spec.HostNetwork {
+		ps.ips = []string{m.cfg.NodeIP}
+		return nil
+	}
+	path := m.netnsPath(pod.UID)
+	if ps.netns == "" || len(ps.ips) == 0 {
+		if err := netns.Create(path); err != nil {
+			return fmt.Errorf("pods: network namespace of %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		ps.netns = path
+		ips, err := m.cfg.Network.Attach(ctx, pod, path)
+		if err != nil {
+			return fmt.Errorf("pods: network of %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		ps.ips = ips
+	}
+	return m.podFiles(pod, ps)
+}
+
+// podFiles writes the files every container of the pod gets: /etc/hosts
+// and /etc/hostname.
+func (m *Manager) podFiles(pod *corev1.Pod, ps *podState) error {
+	dir := m.podDir(pod.UID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("pods: %w", err)
+	}
+	host := podHostname(pod)
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	if pod.Spec.HostNetwork {
+		if b, err := os.ReadFile("/etc/hosts"); err == nil {
+			hosts = string(b)
+		}
+	} else {
+		for _, ip := range ps.ips {
+			hosts += ip + "\t" + host + "\n"
+		}
+		for _, ha := range pod.Spec.HostAliases {
+			for _, h := range ha.Hostnames {
+				hosts += ha.IP + "\t" + h + "\n"
+			}
+		}
+	}
+	for name, content := range map[string]string{"hosts": hosts, "hostname": host + "\n"} {
+		p := filepath.Join(dir, name)
+		if b, err := os.ReadFile(p); err == nil && string(b) == content {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("pods: %w", err)
+		}
+	}
+	return nil
+}
+
+func podHostname(pod *corev1.Pod) string {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return h
+}
+
+func (m *Manager) podDir(uid types.UID) string {
+	return filepath.Join(m.cfg.DataDir, "pods", string(uid))
+}
+
+// waitAll marks the pod's containers that have not started as waiting.
+func (m *Manager) waitAll(pod *corev1.Pod, ps *podState, reason, msg string) {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if ps.current(c.Name, false) == nil && ps.current(c.Name, true) == nil {
+			ps.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: msg}
+		}
+	}
+}
+
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
