@@ -3,13 +3,16 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,9 +31,18 @@ type podBoard struct {
 	busybox  string // image reference
 	hello    string // the tutorial's app, with busybox beside it
 	runDir   string
+	node     string // the board running the pods
+	agent    *board // that board, when it is not the server
 }
 
 func startPodBoard(t *testing.T, extra ...string) *podBoard {
+	t.Helper()
+	return startPods(t, false, extra...)
+}
+
+// startPods starts a board running pods: the server itself, or (onAgent)
+// an agent board "a1" beside a server that runs none.
+func startPods(t *testing.T, onAgent bool, extra ...string) *podBoard {
 	t.Helper()
 	bin := isleBinary(t)
 	sock := ctrtest.Containerd(t)
@@ -45,8 +57,39 @@ func startPodBoard(t *testing.T, extra ...string) *podBoard {
 	if err != nil {
 		t.Fatal(err)
 	}
+	podArgs := append([]string{"--containerd", sock, "--containerd-namespace", "isle-e2e", "--run-dir", runDir,
+		"--stream-port", strconv.Itoa(freePort(t)), "--pod-resync", "2s"}, extra...)
+	pb := &podBoard{registry: reg, busybox: busybox, hello: hello, runDir: runDir, node: "pi1"}
+	if onAgent {
+		pb.c = startStore(t, bin, 1)
+		srv := pb.c.members[0]
+		tok, err := os.ReadFile(filepath.Join(srv.dir, "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb.node = "a1"
+		pb.agent = &board{name: "a1", role: "agent", addr: "127.0.0.1", bin: bin, dir: t.TempDir(),
+			logPath: filepath.Join(t.TempDir(), "a1.log")}
+		pb.agent.args = append([]string{"--name", "a1", "--address", "127.0.0.1", "--data-dir", pb.agent.dir,
+			"--gossip-port", strconv.Itoa(freePort(t)), "--join", srv.gossipAddr(), "--token", strings.TrimSpace(string(tok))}, podArgs...)
+		pb.agent.start(t)
+	} else {
+		pb.c = startStore(t, bin, 1, podArgs...)
+	}
 	t.Cleanup(func() {
-		// Network namespaces the agent left (it is killed, not stopped).
+		// What the agent leaves when it is killed, not stopped: its pods'
+		// network namespaces and volume mounts (before its data directory
+		// is removed).
+		dir := pb.c.members[0].dir
+		if pb.agent != nil {
+			pb.agent.kill(t)
+			dir = pb.agent.dir
+			if t.Failed() {
+				t.Logf("--- a1 log (tail) ---\n%s", pb.agent.logTail())
+			}
+		}
+		pb.c.members[0].kill(t)
+		unmountUnder(dir)
 		if ents, err := os.ReadDir(filepath.Join(runDir, "netns")); err == nil {
 			for _, e := range ents {
 				_ = netns.Delete(filepath.Join(runDir, "netns", e.Name()))
@@ -54,15 +97,17 @@ func startPodBoard(t *testing.T, extra ...string) *podBoard {
 		}
 		_ = os.RemoveAll(runDir)
 	})
-	args := append([]string{"--containerd", sock, "--containerd-namespace", "isle-e2e", "--run-dir", runDir,
-		"--stream-port", strconv.Itoa(freePort(t)), "--pod-resync", "2s"}, extra...)
-	c := startStore(t, bin, 1, args...)
-	k := newKubectl(t, bin, c.members[0])
+	pb.kubectl = newKubectl(t, bin, pb.c.members[0])
+	pb.waitNodeReady(t)
+	return pb
+}
+
+func (b *podBoard) waitNodeReady(t *testing.T) {
+	t.Helper()
 	waitFor(t, 30*time.Second, "the board's Node Ready", func() bool {
-		out, _, err := k.run("", "get", "node", "pi1", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+		out, _, err := b.kubectl.run("", "get", "node", b.node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
 		return err == nil && out == "True"
 	})
-	return &podBoard{c: c, kubectl: k, registry: reg, busybox: busybox, hello: hello, runDir: runDir}
 }
 
 // pod reads a pod.
@@ -167,4 +212,377 @@ spec:
 	mustMatch(t, "kubectl logs hello", logs, `hello: serving`)
 	out := b.kubectl.ok(t, "exec", "hello", "--", "wget", "-qO-", "http://127.0.0.1:8080/hello")
 	mustMatch(t, "kubectl exec wget", out, `^hello from hello\n$`)
+}
+
+// TestPodLifecycle: what a kubelet does, seen through the real kubectl,
+// on one board with a real containerd: restarts and their back-off,
+// probes, OOM kills, volumes following their objects, images that do not
+// pull and commands that do not start, logs, exec and usage.
+func TestPodLifecycle(t *testing.T) {
+	b := startPodBoard(t)
+	bb := b.busybox
+	b.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  containers:
+  - {name: c, image: %[1]s, command: [sh, -c, "echo boom; exit 2"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hang}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sh, -c, "touch /tmp/alive; sleep 2; rm /tmp/alive; sleep 3600"]
+    livenessProbe:
+      exec: {command: [cat, /tmp/alive]}
+      periodSeconds: 1
+      failureThreshold: 2
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: flip}
+spec:
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sleep, "3600"]
+    readinessProbe:
+      exec: {command: [cat, /tmp/ready]}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sh, -c, "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived"]
+    resources: {limits: {memory: 16Mi}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: files}
+spec:
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sleep, "3600"]
+    env:
+    - name: GREETING
+      valueFrom: {configMapKeyRef: {name: settings, key: greeting}}
+    - name: MY_NODE
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/cfg}
+    - {name: sec, mountPath: /etc/sec}
+  volumes:
+  - name: cfg
+    configMap: {name: settings}
+  - name: sec
+    secret: {secretName: creds}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: noimage}
+spec:
+  containers:
+  - {name: c, image: %[2]s/isle/nothere:1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: badcmd}
+spec:
+  containers:
+  - {name: c, image: %[1]s, command: [/no/such/program]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: talker}
+spec:
+  containers:
+  - {name: c, image: %[1]s, command: [sh, -c, "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.2; done"]}
+`, bb, b.registry))
+
+	t.Run("crash loop backs off", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		p := b.waitPod(t, "crash", 60*time.Second, "two restarts and CrashLoopBackOff", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].RestartCount >= 2 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CrashLoopBackOff"
+		})
+		cs := p.Status.ContainerStatuses[0]
+		if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 2 || lt.Reason != "Error" {
+			t.Fatalf("lastState of a crashing container: %+v", cs.LastTerminationState)
+		}
+		// Restarts at once, then after 10 s: not sooner.
+		if took := time.Since(start); took < 10*time.Second {
+			t.Fatalf("two restarts within %v: no back-off", took)
+		}
+		mustMatch(t, "logs --previous", b.kubectl.ok(t, "logs", "crash", "--previous"), `^boom\n$`)
+	})
+
+	t.Run("liveness restarts a hung container", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "hang", 60*time.Second, "a restart by liveness", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].RestartCount >= 1
+		})
+		ev := b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=hang", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+		mustMatch(t, "events of hang", ev, `Unhealthy: Liveness probe failed`, `Killing: Container c failed liveness probe, will be restarted`)
+	})
+
+	t.Run("readiness flips Ready", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "flip", 60*time.Second, "running, not ready", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodRunning && !podReady(p)
+		})
+		b.kubectl.ok(t, "exec", "flip", "--", "touch", "/tmp/ready")
+		b.waitPod(t, "flip", 20*time.Second, "Ready", podReady)
+		b.kubectl.ok(t, "exec", "flip", "--", "rm", "/tmp/ready")
+		b.waitPod(t, "flip", 20*time.Second, "not Ready again", func(p *corev1.Pod) bool { return !podReady(p) })
+	})
+
+	t.Run("OOM is OOMKilled", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "hog", 60*time.Second, "terminated", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Terminated != nil
+		})
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		if term.Reason != "OOMKilled" || term.ExitCode != 137 || p.Status.Phase != corev1.PodFailed {
+			t.Fatalf("a container over its memory limit: phase %s, %+v", p.Status.Phase, term)
+		}
+	})
+
+	t.Run("configMap and secret changes reach the files", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "files", 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		out := b.kubectl.ok(t, "exec", "files", "--", "sh", "-c", "cat /etc/cfg/greeting; echo; cat /etc/sec/password; echo; echo $GREETING $MY_NODE")
+		mustMatch(t, "files and env", out, `^hello\ns3cret\nhello pi1\n$`)
+		b.kubectl.ok(t, "patch", "configmap", "settings", "-p", `{"data":{"greeting":"bonjour"}}`)
+		b.kubectl.ok(t, "patch", "secret", "creds", "-p", `{"stringData":{"password":"n3w"}}`)
+		waitFor(t, 30*time.Second, "the new values in the files", func() bool {
+			out, _, err := b.kubectl.run("", "exec", "files", "--", "sh", "-c", "cat /etc/cfg/greeting /etc/sec/password")
+			return err == nil && out == "bonjourn3w"
+		})
+	})
+
+	t.Run("missing image", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "noimage", 60*time.Second, "ErrImagePull or ImagePullBackOff", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Waiting != nil &&
+				(cs[0].State.Waiting.Reason == "ErrImagePull" || cs[0].State.Waiting.Reason == "ImagePullBackOff")
+		})
+		if p.Status.Phase != corev1.PodPending {
+			t.Fatalf("phase %s, want Pending", p.Status.Phase)
+		}
+		desc := b.kubectl.ok(t, "describe", "pod", "noimage")
+		mustMatch(t, "describe noimage", desc, `Failed to pull image .*nothere:1.*not found`)
+	})
+
+	t.Run("bad command", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "badcmd", 60*time.Second, "StartError", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			if len(cs) != 1 {
+				return false
+			}
+			term := cs[0].State.Terminated
+			if term == nil {
+				term = cs[0].LastTerminationState.Terminated
+			}
+			return term != nil && term.Reason == "StartError"
+		})
+		cs := p.Status.ContainerStatuses[0]
+		term := cs.State.Terminated
+		if term == nil {
+			term = cs.LastTerminationState.Terminated
+		}
+		if term.ExitCode != 128 || !strings.Contains(term.Message, "/no/such/program") {
+			t.Fatalf("a command that does not exist: %+v", term)
+		}
+	})
+
+	t.Run("logs follow, exec with stdin and exit codes", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "talker", 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		mustMatch(t, "logs --tail", b.kubectl.ok(t, "logs", "talker", "--tail=1"), `^line \d+\n$`)
+		mustMatch(t, "logs --timestamps", b.kubectl.ok(t, "logs", "talker", "--timestamps", "--tail=1"), `^\d{4}-\d\d-\d\dT\S+Z line \d+\n$`)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		cmd := b.kubectl.cmd("", "logs", "-f", "talker", "--since=1s")
+		cmd = execContext(ctx, cmd)
+		out, _ := cmd.Output()
+		if n := strings.Count(string(out), "line "); n < 5 {
+			t.Fatalf("logs -f for 3 s of a pod logging 5 lines a second: %d lines:\n%s", n, out)
+		}
+		got, _, err := b.kubectl.run("from stdin\n", "exec", "-i", "talker", "--", "sh", "-c", "read x; echo got $x")
+		if err != nil || got != "got from stdin\n" {
+			t.Fatalf("exec -i: %q, %v", got, err)
+		}
+		_, _, err = b.kubectl.run("", "exec", "talker", "--", "sh", "-c", "exit 3")
+		if code := exitCode(err); code != 3 {
+			t.Fatalf("kubectl exec of a command exiting 3 exited %d (%v)", code, err)
+		}
+		// A terminal: kubectl needs one on its side too, which script(1)
+		// (util-linux) gives it.
+		if _, err := exec.LookPath("script"); err != nil {
+			t.Fatal("kubectl exec -it needs script(1) to give kubectl a terminal: install bsdutils")
+		}
+		tty := b.kubectl.cmd("", "exec", "-it", "talker", "--", "sh", "-c", "tty; stty size")
+		ttyOut, err := execScript(tty)
+		if err != nil || !strings.Contains(ttyOut, "/dev/pts/") {
+			t.Fatalf("exec -it: %q, %v", ttyOut, err)
+		}
+	})
+
+	t.Run("kubectl top pod", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "talker", 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		waitFor(t, 60*time.Second, "talker in kubectl top pod", func() bool {
+			out, _, err := b.kubectl.run("", "top", "pod", "talker", "--no-headers")
+			return err == nil && strings.HasPrefix(out, "talker ")
+		})
+		out := b.kubectl.ok(t, "top", "pod", "talker", "--containers", "--no-headers")
+		mustMatch(t, "top --containers", out, `^talker\s+c\s+\d+m\s+\d+Mi`)
+	})
+}
+
+func execContext(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
+	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	c.Env, c.Stdin = cmd.Env, cmd.Stdin
+	return c
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
+
+// execScript runs cmd under script(1), which gives it a terminal.
+func execScript(cmd *exec.Cmd) (string, error) {
+	line := ""
+	for _, a := range cmd.Args {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	s := exec.Command("script", "-qec", line, "/dev/null")
+	s.Env = cmd.Env
+	out, err := s.CombinedOutput()
+	return string(out), err
+}
+
+// unmountUnder lazily unmounts every mount below dir, deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+// TestAgentRestart: killing the agent (kill -9) or losing every server
+// stops no container; the restarted agent adopts what runs (nothing
+// restarts, the status stays right) and cleans up a pod deleted while it
+// was down.
+func TestAgentRestart(t *testing.T) {
+	b := startPods(t, true)
+	b.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: hello}
+spec:
+  nodeSelector: {kubernetes.io/hostname: a1}
+  containers:
+  - name: hello
+    image: %s
+    readinessProbe:
+      httpGet: {path: /healthz, port: 8080}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: doomed}
+spec:
+  nodeSelector: {kubernetes.io/hostname: a1}
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: c, image: %s, command: [sleep, "3600"]}
+`, b.hello, b.busybox))
+	running := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) }
+	before := b.waitPod(t, "hello", 60*time.Second, "Running and Ready", running)
+	b.waitPod(t, "doomed", 60*time.Second, "Running", running)
+	uid := string(before.UID)
+	serving := func() bool {
+		body, err := b.get(uid, "http://127.0.0.1:8080/hello")
+		return err == nil && body == "hello from hello\n"
+	}
+	if !serving() {
+		t.Fatal("hello does not answer in its pod")
+	}
+
+	// The agent dies; a pod is deleted meanwhile.
+	b.agent.kill(t)
+	if !serving() {
+		t.Fatal("hello stopped answering when its agent was killed")
+	}
+	if out, errOut, err := b.kubectl.run("", "delete", "pod", "doomed", "--wait=false"); err != nil {
+		t.Fatalf("kubectl delete pod doomed: %v\n%s%s", err, out, errOut)
+	}
+	// Every server goes too.
+	srv := b.c.members[0]
+	srv.kill(t)
+	time.Sleep(2 * time.Second)
+	if !serving() {
+		t.Fatal("hello stopped answering without any server")
+	}
+	srv.start(t)
+	b.agent.start(t)
+	b.waitNodeReady(t)
+
+	after := b.waitPod(t, "hello", 60*time.Second, "Running and Ready after the restarts", running)
+	bc, ac := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
+	if ac.ContainerID != bc.ContainerID || ac.RestartCount != 0 || !ac.State.Running.StartedAt.Equal(&bc.State.Running.StartedAt) {
+		t.Fatalf("hello's container changed across the agent's restart:\nbefore %+v\nafter  %+v", bc, ac)
+	}
+	if !serving() {
+		t.Fatal("hello does not answer after the restarts")
+	}
+	mustMatch(t, "logs after the restart", b.kubectl.ok(t, "logs", "hello"), `hello: serving`)
+	waitFor(t, 30*time.Second, "the pod deleted while the agent was down to be gone", func() bool {
+		_, errOut, err := b.kubectl.run("", "get", "pod", "doomed")
+		return err != nil && strings.Contains(errOut, "NotFound")
+	})
+	if ents, _ := os.ReadDir(filepath.Join(b.runDir, "netns")); len(ents) != 1 {
+		t.Fatalf("network namespaces left: %d, want 1 (hello's)", len(ents))
+	}
 }
