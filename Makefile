@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file
 
-.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership bench-scheduler demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -66,6 +66,9 @@ bench-store: setup build ## isle vs etcd: 3 members each on loopback, 1/16/64 wr
 
 bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, idle disk writes, gossip traffic (IDLE=10m TRIALS=20)
 	$(GO) run ./node/membench -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
+
+bench-agent: setup build ## one agent board on a real containerd: pod start latency (bound to Running) over 50 pods, agent RSS and idle CPU with them
+	$(GO) run ./node/agentbench -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
@@ -239,6 +240,7 @@ spec:
     command: [sh, -c, "touch /tmp/alive; sleep 2; rm /tmp/alive; sleep 3600"]
     livenessProbe:
       exec: {command: [cat, /tmp/alive]}
+      initialDelaySeconds: 1
       periodSeconds: 1
       failureThreshold: 2
 ---
@@ -339,10 +341,14 @@ spec:
 
 	t.Run("liveness restarts a hung container", func(t *testing.T) {
 		t.Parallel()
-		b.waitPod(t, "hang", 60*time.Second, "a restart by liveness", func(p *corev1.Pod) bool {
+		p := b.waitPod(t, "hang", 60*time.Second, "a restart by liveness", func(p *corev1.Pod) bool {
 			cs := p.Status.ContainerStatuses
-			return len(cs) == 1 && cs[0].RestartCount >= 1
+			return len(cs) == 1 && cs[0].RestartCount >= 1 && cs[0].LastTerminationState.Terminated != nil
 		})
+		// It was alive for 2 s, then hung: killed after that, not before.
+		if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last.FinishedAt.Sub(last.StartedAt.Time) < 2*time.Second {
+			t.Fatalf("killed %v after it started, while it was still alive", last.FinishedAt.Sub(last.StartedAt.Time))
+		}
 		ev := b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=hang", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
 		mustMatch(t, "events of hang", ev, `Unhealthy: Liveness probe failed`, `Killing: Container c failed liveness probe, will be restarted`)
 	})
@@ -585,4 +591,163 @@ spec:
 	if ents, _ := os.ReadDir(filepath.Join(b.runDir, "netns")); len(ents) != 1 {
 		t.Fatalf("network namespaces left: %d, want 1 (hello's)", len(ents))
 	}
+}
+
+// TestPodSpecs: init containers in order, preStop hooks and the stop
+// signal on deletion, a private registry through imagePullSecrets,
+// kubectl attach, and a local-path volume whose data goes with its claim.
+func TestPodSpecs(t *testing.T) {
+	b := startPodBoard(t)
+	bb := b.busybox
+	host := t.TempDir()
+	// A registry asking for a password, holding an image only there.
+	hash, err := bcrypt.GenerateFromPassword([]byte("p4ss"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	htpasswd := filepath.Join(t.TempDir(), "htpasswd")
+	if err := os.WriteFile(htpasswd, []byte("puller:"+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	private := ctrtest.Registry(t, htpasswd)
+	secretImg := ctrtest.Push(t, private, "isle/secret:1", ctrtest.Busybox(t), &ctrtest.Auth{Username: "puller", Password: "p4ss"})
+	b.kubectl.ok(t, "create", "secret", "docker-registry", "regcred", "--docker-server="+private, "--docker-username=puller", "--docker-password=p4ss")
+
+	b.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: inits}
+spec:
+  initContainers:
+  - {name: one, image: %[1]s, command: [sh, -c, "echo one >> /work/order"], volumeMounts: [{name: work, mountPath: /work}]}
+  - {name: two, image: %[1]s, command: [sh, -c, "echo two >> /work/order"], volumeMounts: [{name: work, mountPath: /work}]}
+  containers:
+  - {name: c, image: %[1]s, command: [sh, -c, "cat /work/order; sleep 3600"], volumeMounts: [{name: work, mountPath: /work}]}
+  volumes: [{name: work, emptyDir: {}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: polite}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sh, -c, "trap 'echo term >> /host/log; exit 0' TERM; while true; do sleep 0.1; done"]
+    lifecycle:
+      preStop:
+        exec: {command: [sh, -c, "echo prestop >> /host/log"]}
+    volumeMounts: [{name: host, mountPath: /host}]
+  volumes: [{name: host, hostPath: {path: %[2]s}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: nosecret}
+spec:
+  containers: [{name: c, image: %[3]s, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: withsecret}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  containers: [{name: c, image: %[3]s, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: echoer}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - {name: c, image: %[1]s, stdin: true, stdinOnce: true, command: [sh, -c, "while read x; do echo got $x; done; echo bye"]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: writer}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: %[1]s, command: [sh, -c, "echo kept > /data/f; sleep 3600"], volumeMounts: [{name: d, mountPath: /data}]}
+  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]
+`, bb, host, secretImg))
+	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+
+	t.Run("init containers run in order first", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "inits", 60*time.Second, "Running", isRunning)
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+				t.Fatalf("init container %s: %+v", cs.Name, cs.State)
+			}
+		}
+		waitFor(t, 10*time.Second, "the main container's output", func() bool {
+			out, _, err := b.kubectl.run("", "logs", "inits", "-c", "c")
+			return err == nil && out == "one\ntwo\n"
+		})
+	})
+
+	t.Run("deletion runs preStop, then the stop signal", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "polite", 60*time.Second, "Running", isRunning)
+		time.Sleep(500 * time.Millisecond) // the shell sets its trap
+		start := time.Now()
+		b.kubectl.ok(t, "delete", "pod", "polite")
+		if took := time.Since(start); took > 8*time.Second {
+			t.Errorf("a pod leaving on SIGTERM took %v to delete", took)
+		}
+		got, _ := os.ReadFile(filepath.Join(host, "log"))
+		if string(got) != "prestop\nterm\n" {
+			t.Fatalf("the pod's hooks and signal, in order: %q", got)
+		}
+	})
+
+	t.Run("private registry needs imagePullSecrets", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "withsecret", 60*time.Second, "Running", isRunning)
+		b.waitPod(t, "nosecret", 60*time.Second, "a pull refused", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Waiting != nil && strings.Contains(cs[0].State.Waiting.Reason, "Image")
+		})
+		ev := b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=nosecret", "-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
+		mustMatch(t, "events of a pull without credentials", ev, `(?i)failed to pull image .*(401|unauthorized|authorization failed)`)
+	})
+
+	t.Run("attach", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "echoer", 60*time.Second, "Running", isRunning)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := execContext(ctx, b.kubectl.cmd("hi\n", "attach", "-i", "echoer"))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		out, errOut := stdout.String(), stderr.String()
+		if err != nil || !strings.Contains(out, "got hi") || !strings.Contains(out, "bye") {
+			t.Fatalf("kubectl attach -i: %q, %q, %v", out, errOut, err)
+		}
+	})
+
+	t.Run("a local-path volume's data goes with its claim", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "writer", 60*time.Second, "Running", isRunning)
+		pv := b.kubectl.ok(t, "get", "pvc", "data", "-o", "jsonpath={.spec.volumeName}")
+		dir := filepath.Join("/var/lib/isle/storage", pv+"_default_data")
+		waitFor(t, 10*time.Second, "the file in the volume's directory", func() bool {
+			got, err := os.ReadFile(filepath.Join(dir, "f"))
+			return err == nil && string(got) == "kept\n"
+		})
+		b.kubectl.ok(t, "delete", "pod", "writer")
+		b.kubectl.ok(t, "delete", "pvc", "data")
+		waitFor(t, 60*time.Second, "the volume and its directory to be gone", func() bool {
+			_, errOut, err := b.kubectl.run("", "get", "pv", pv)
+			_, statErr := os.Stat(dir)
+			return err != nil && strings.Contains(errOut, "NotFound") && errors.Is(statErr, os.ErrNotExist)
+		})
+	})
 }

@@ -56,8 +56,8 @@ func schemaGR(resource string) schema.GroupResource { return schema.GroupResourc
 // authorize decides whether u may make the resource request. Administrators
 // (system:masters) may do anything. A node (system:nodes) may read
 // everything, write its own Node, the status of pods bound to it, delete
-// those pods (to finish their graceful deletion), write events, and its own
-// Lease in kube-node-lease. Anyone else may do nothing yet.
+// those pods (to finish their graceful deletion), write events, its own
+// Lease in kube-node-lease, and the volumes only it mounts. Anyone else may do nothing yet.
 func (s *Server) authorize(ctx context.Context, u *User, req request) error {
 	if slices.Contains(u.Groups, GroupMasters) {
 		return nil
@@ -100,6 +100,38 @@ func (s *Server) nodeMay(ctx context.Context, node string, req request) bool {
 			return false
 		}
 		return obj.(*corev1.Pod).Spec.NodeName == node
+	case res.Group == "" && res.Resource == "persistentvolumes":
+		// A volume only this node mounts (isle's local-path volumes): its
+		// agent removes the cleanup finalizer once it removed the data.
+		if req.Subresource != "" || !oneOf(req.Verb, "update", "patch") {
+			return false
+		}
+		obj, err := s.store.Get(ctx, res, "", req.Name, metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false
+		}
+		return volumeOnlyOn(obj.(*corev1.PersistentVolume), node)
 	}
 	return false
+}
+
+// volumeOnlyOn reports whether pv's required node affinity admits only the
+// node (kubernetes.io/hostname In [node]).
+func volumeOnlyOn(pv *corev1.PersistentVolume, node string) bool {
+	na := pv.Spec.NodeAffinity
+	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) == 0 {
+		return false
+	}
+	for _, term := range na.Required.NodeSelectorTerms {
+		ok := false
+		for _, e := range term.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

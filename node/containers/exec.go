@@ -140,7 +140,7 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout
 }
 
 // Attach connects s to a running container's stdio (kubectl attach)
-// until ctx ends or s.Stdin ends.
+// until ctx ends or the container exits.
 func (r *Runtime) Attach(ctx context.Context, id string, s Streams) error {
 	r.mu.Lock()
 	st := r.live[id]
@@ -148,16 +148,16 @@ func (r *Runtime) Attach(ctx context.Context, id string, s Streams) error {
 	if st == nil {
 		return fmt.Errorf("containers: attach %s: %w (or not running)", id, ErrNotFound)
 	}
+	c, err := r.client.LoadContainer(r.ns(ctx), id)
+	if err != nil {
+		return r.notFound("attach", id, err)
+	}
+	t, err := c.Task(r.ns(ctx), nil)
+	if err != nil {
+		return r.notFound("attach", id, err)
+	}
 	if s.Resize != nil {
 		go func() {
-			c, err := r.client.LoadContainer(r.ns(ctx), id)
-			if err != nil {
-				return
-			}
-			t, err := c.Task(r.ns(ctx), nil)
-			if err != nil {
-				return
-			}
 			for {
 				select {
 				case <-ctx.Done():
@@ -171,7 +171,8 @@ func (r *Runtime) Attach(ctx context.Context, id string, s Streams) error {
 			}
 		}()
 	}
-	return st.attach(ctx, s.Stdin, s.Stdout, s.Stderr)
+	closeIO := func() { _ = t.CloseIO(r.ns(context.WithoutCancel(ctx)), containerd.WithStdinCloser) }
+	return st.attach(ctx, s.Stdin, s.Stdout, s.Stderr, closeIO)
 }
 
 // limitedBuffer keeps the first max bytes written to it by the two

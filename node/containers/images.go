@@ -319,3 +319,19 @@ func CredentialsFrom(configs ...map[string]DockerAuth) Credentials {
 		return "", "", nil
 	}
 }
+
+// ImageFS is the directory where containerd unpacks images (its
+// snapshotter's root): the filesystem image garbage collection watches.
+func (r *Runtime) ImageFS(ctx context.Context) (string, error) {
+	resp, err := r.client.IntrospectionService().Plugins(r.ns(ctx), []string{
+		`type==io.containerd.snapshotter.v1,id==` + r.cfg.Snapshotter})
+	if err != nil {
+		return "", fmt.Errorf("containers: image filesystem: %w", err)
+	}
+	for _, p := range resp.Plugins {
+		if root := p.Exports["root"]; root != "" {
+			return root, nil
+		}
+	}
+	return "", fmt.Errorf("containers: image filesystem: the %s snapshotter reports no root", r.cfg.Snapshotter)
+}

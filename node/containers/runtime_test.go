@@ -301,3 +301,70 @@ func TestStartErrorBadCommand(t *testing.T) {
 		t.Fatalf("the failed start is recorded as %+v (%v)", c, err)
 	}
 }
+
+func TestImportArchive(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctrtest.Context(t)
+	const ref = "example.org/isle/offline:1"
+	archive := ctrtest.Archive(t, ref, ctrtest.Busybox(t))
+	names, err := e.rt.Import(ctx, bytes.NewReader(archive))
+	if err != nil || len(names) != 1 || names[0] != ref {
+		t.Fatalf("import: %v, %v", names, err)
+	}
+	// Present now: a pod with pull policy Never runs it, no registry asked.
+	img, err := e.rt.EnsureImage(ctx, ref, corev1.PullNever, nil)
+	if err != nil || img.Pulled {
+		t.Fatalf("the imported image: %+v, %v", img, err)
+	}
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: img.Ref, Command: []string{"true"}})
+	if c := waitExit(t, e.rt, id); c.ExitCode != 0 {
+		t.Fatalf("a container of the imported image: %+v", c)
+	}
+	if _, err := e.rt.Import(ctx, strings.NewReader("not a tar")); err == nil {
+		t.Fatal("a file that is no archive was imported")
+	}
+}
+
+func TestCollectImages(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctrtest.Context(t)
+	reg := strings.Split(e.busybox, "/")[0]
+	other := ctrtest.Push(t, reg, "isle/other:1", ctrtest.Busybox(t), nil)
+	spare := ctrtest.Push(t, reg, "isle/spare:1", ctrtest.Busybox(t), nil)
+	used := e.image(t)
+	for _, ref := range []string{other, spare} {
+		if _, err := e.rt.EnsureImage(ctx, ref, corev1.PullIfNotPresent, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := containers.NewID()
+	e.run(t, containers.Spec{ID: id, Image: used, Command: []string{"sleep", "3600"}})
+	if root, err := e.rt.ImageFS(ctx); err != nil || !strings.HasSuffix(root, "io.containerd.snapshotter.v1.overlayfs") {
+		t.Fatalf("image filesystem: %q, %v", root, err)
+	}
+	// Below the high mark: nothing goes.
+	removed, err := e.rt.CollectImages(ctx, nil, func() (float64, error) { return 0.5, nil }, 0.85, 0.8)
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("below the high mark: removed %v, %v", removed, err)
+	}
+	// Above it: unused images go, oldest first, until below the low mark
+	// (here after one); neither the running container's nor an image in
+	// use by a pod goes.
+	usage := []float64{0.9, 0.79}
+	removed, err = e.rt.CollectImages(ctx, map[string]bool{spare: true}, func() (float64, error) {
+		u := usage[0]
+		if len(usage) > 1 {
+			usage = usage[1:]
+		}
+		return u, nil
+	}, 0.85, 0.8)
+	if err != nil || len(removed) != 1 || removed[0] != other {
+		t.Fatalf("above the high mark: removed %v (want only %s), %v", removed, other, err)
+	}
+	for _, ref := range []string{used, spare} {
+		if _, err := e.rt.EnsureImage(ctx, ref, corev1.PullNever, nil); err != nil {
+			t.Fatalf("%s was collected: %v", ref, err)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type stdio struct {
 	// readers are the output FIFOs' read ends, closed by detach to stop
 	// the copiers.
 	readers []io.Closer
+	// ended is closed when the output has ended (the container exited, or
+	// the stdio was detached).
+	ended chan struct{}
 }
 
 // copyBufSize is the copy buffer per stream: 50 pods of two streams hold
@@ -63,7 +66,7 @@ func openStdio(cfg cio.Config, log LogFile, stdinOnce bool) (*stdio, error) {
 		return nil, fmt.Errorf("containers: stdio: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stdio{cfg: cfg, dir: dir, log: log, once: stdinOnce, ctx: ctx, cancel: cancel}
+	s := &stdio{cfg: cfg, dir: dir, log: log, once: stdinOnce, ctx: ctx, cancel: cancel, ended: make(chan struct{})}
 	if log != nil {
 		s.out.base = log.Stream("stdout")
 		s.errOut.base = log.Stream("stderr")
@@ -86,6 +89,7 @@ func openStdio(cfg cio.Config, log LogFile, stdinOnce bool) (*stdio, error) {
 			return nil, err
 		}
 	}
+	go func() { s.wg.Wait(); close(s.ended) }()
 	return s, nil
 }
 
@@ -161,46 +165,42 @@ func (s *stdio) detach() {
 }
 
 // attach copies the container's output to stdout and stderr (either may
-// be nil) and in to its stdin, until ctx ends or in ends.
-func (s *stdio) attach(ctx context.Context, in io.Reader, stdout, stderr io.Writer) error {
+// be nil) and in to its stdin, until ctx ends or the container's output
+// ends (it exited). The end of in closes the container's stdin only with
+// StdinOnce, as the kubelet does: closeIO tells the shim, which does not
+// see the end of a FIFO it holds open itself.
+func (s *stdio) attach(ctx context.Context, in io.Reader, stdout, stderr io.Writer, closeIO func()) error {
 	if stdout != nil {
 		id := s.out.add(stdout)
 		defer s.out.remove(id)
 	}
-	if stderr != nil {
-		if s.cfg.Terminal {
-			stderr = nil
-		} else {
-			id := s.errOut.add(stderr)
-			defer s.errOut.remove(id)
+	if stderr != nil && !s.cfg.Terminal {
+		id := s.errOut.add(stderr)
+		defer s.errOut.remove(id)
+	}
+	if in != nil {
+		s.stdinMu.Lock()
+		w := s.stdin
+		s.stdinMu.Unlock()
+		if w == nil {
+			return errors.New("containers: attach: the container has no stdin (spec.containers[].stdin is false) or it was closed")
 		}
+		go func() {
+			_, _ = io.Copy(w, in)
+			if s.once {
+				s.stdinMu.Lock()
+				if s.stdin != nil {
+					_ = s.stdin.Close()
+					s.stdin = nil
+				}
+				s.stdinMu.Unlock()
+				closeIO()
+			}
+		}()
 	}
-	if in == nil {
-		<-ctx.Done()
-		return nil
-	}
-	s.stdinMu.Lock()
-	w := s.stdin
-	s.stdinMu.Unlock()
-	if w == nil {
-		return errors.New("containers: attach: the container has no stdin (spec.containers[].stdin is false) or it was closed")
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(w, in)
-		done <- err
-	}()
 	select {
 	case <-ctx.Done():
-	case <-done:
-	}
-	if s.once {
-		s.stdinMu.Lock()
-		if s.stdin != nil {
-			_ = s.stdin.Close()
-			s.stdin = nil
-		}
-		s.stdinMu.Unlock()
+	case <-s.ended:
 	}
 	return nil
 }

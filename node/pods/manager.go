@@ -227,6 +227,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 	go m.followExits(ctx)
+	go m.cleanLocalPaths(ctx)
+	if gc, ok := m.rt.(ImageCollector); ok {
+		go m.collectImages(ctx, gc)
+	}
 	go m.resync(ctx)
 	var wg sync.WaitGroup
 	for range m.cfg.Workers {

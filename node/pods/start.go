@@ -41,7 +41,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ps *podSt
 
 	spec, err := m.containerSpec(ctx, pod, ps, c, init, paths, n, img)
 	if err != nil {
-		return m.startFailed(pod, ps, c, "CreateContainerConfigError", err.Error())
+		return m.startFailed(pod, ps, c, "CreateContainerConfigError", err.Error(), err.Error())
 	}
 	err = m.rt.Create(ctx, spec)
 	if err == nil {
@@ -57,7 +57,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ps *podSt
 			m.events.warning(pod, "Failed", "Error: "+strings.TrimPrefix(err.Error(), "containers: "+spec.ID+": "))
 			return 0
 		}
-		return m.startFailed(pod, ps, c, "CreateContainerError", err.Error())
+		return m.startFailed(pod, ps, c, "CreateContainerError", err.Error(), err.Error())
 	}
 	delete(ps.waiting, c.Name)
 	delete(ps.backoff, "start/"+c.Name)
@@ -86,11 +86,11 @@ func (m *Manager) startBackoff(pod *corev1.Pod, ps *podState, c *corev1.Containe
 	return time.Until(b.until), true
 }
 
-// startFailed records why a container did not start and backs off its
-// next try.
-func (m *Manager) startFailed(pod *corev1.Pod, ps *podState, c *corev1.Container, reason, msg string) time.Duration {
+// startFailed records why a container did not start (reason, msg) and
+// backs off its next try; an event says "Error: "+event.
+func (m *Manager) startFailed(pod *corev1.Pod, ps *podState, c *corev1.Container, reason, msg, event string) time.Duration {
 	if w := ps.waiting[c.Name]; w.Reason != reason || w.Message != msg {
-		m.events.warning(pod, "Failed", "Error: "+msg)
+		m.events.warning(pod, "Failed", "Error: "+event)
 	}
 	ps.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: msg}
 	b := ps.backoff["start/"+c.Name]
@@ -112,7 +112,7 @@ func (m *Manager) pullFailed(pod *corev1.Pod, ps *podState, c *corev1.Container,
 	}
 	msg := strings.TrimPrefix(err.Error(), reason+": ")
 	m.events.warning(pod, "Failed", "Failed to pull image \""+c.Image+"\": "+msg)
-	return m.startFailed(pod, ps, c, reason, msg)
+	return m.startFailed(pod, ps, c, reason, msg, reason)
 }
 
 // pullCredentials are the registry credentials of the pod's

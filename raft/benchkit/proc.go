@@ -192,3 +192,40 @@ func WaitFor(ctx context.Context, d time.Duration, what string, procs []*Proc, c
 		}
 	}
 }
+
+// CPUTime returns the CPU time the process has used (user and system,
+// from /proc/PID/stat).
+func (p *Proc) CPUTime() (time.Duration, error) {
+	if err := p.Dead(); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time of %s: %w", p.name, err)
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("read CPU time of %s: /proc stat of unexpected form", p.name)
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("read CPU time of %s: /proc stat of unexpected form", p.name)
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// MemorySplit returns the process's resident memory split into anonymous
+// (its own: heap, stacks) and file-backed pages (its binary's text and
+// data, shared with every process mapping them and dropped by the kernel
+// under pressure), from RssAnon and RssFile of /proc/PID/status.
+func (p *Proc) MemorySplit() (anon, file uint64, err error) {
+	v, err := p.procFields("status", "RssAnon", "RssFile")
+	if err != nil {
+		return 0, 0, fmt.Errorf("read memory of %s: %w", p.name, err)
+	}
+	return v[0], v[1], nil
+}

@@ -49,7 +49,7 @@ func Require(t testing.TB, tools ...string) {
 // Containerd starts a containerd daemon for the test and returns its socket
 // address. The daemon's root, state and socket are under a directory of
 // the test; the CRI plugin is off (isle is not a CRI client). The daemon
-// and every shim it started are stopped when the test ends.
+// and every shim and container it started are stopped when the test ends.
 func Containerd(t testing.TB) string {
 	t.Helper()
 	Require(t)
@@ -58,7 +58,34 @@ func Containerd(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "containerd.sock")
+	d, err := StartContainerd(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(d.LogPath); err == nil {
+				t.Logf("containerd log (last 4 KiB):\n%s", tail(b, 4096))
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return d.Socket
+}
+
+// Daemon is a containerd started by StartContainerd.
+type Daemon struct {
+	Socket, LogPath string
+	dir             string
+	cmd             *exec.Cmd
+	logf            *os.File
+}
+
+// StartContainerd starts containerd with its root, state, socket and log
+// under dir, and waits for it to answer.
+func StartContainerd(dir string) (*Daemon, error) {
+	d := &Daemon{Socket: filepath.Join(dir, "containerd.sock"), LogPath: filepath.Join(dir, "containerd.log"), dir: dir}
 	config := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -67,43 +94,46 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
   address = %q
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock, filepath.Join(dir, "opt"))
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Socket, filepath.Join(dir, "opt"))
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	logf, err := os.Create(d.LogPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	cmd := exec.Command("containerd", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start containerd: %v", err)
+	d.logf = logf
+	d.cmd = exec.Command("containerd", "--config", cfgPath)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start containerd: %w", err)
 	}
-	t.Cleanup(func() {
-		killContainers(sock)
-		stopShims(dir)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = logf.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logf.Name()); err == nil {
-				t.Logf("containerd log (last 4 KiB):\n%s", tail(b, 4096))
-			}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("unix", d.Socket)
+		if err == nil {
+			c.Close()
+			return d, nil
 		}
-		unmountUnder(dir)
-		_ = os.RemoveAll(dir)
-	})
-	waitFor(t, "containerd socket "+sock, func() bool {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			return false
+		if time.Now().After(deadline) {
+			d.Stop()
+			return nil, fmt.Errorf("containerd did not answer on %s within 20 s (log: %s)", d.Socket, d.LogPath)
 		}
-		c.Close()
-		return true
-	})
-	return sock
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the daemon's containers, its shims and the daemon, and
+// unmounts what is left under its directory.
+func (d *Daemon) Stop() {
+	killContainers(d.Socket)
+	stopShims(d.dir)
+	_ = d.cmd.Process.Kill()
+	_ = d.cmd.Wait()
+	_ = d.logf.Close()
+	unmountUnder(d.dir)
 }
 
 // stopShims kills the shims of the daemon rooted at dir: their command

@@ -3,6 +3,7 @@ package ctrtest
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -52,21 +53,60 @@ func Push(t testing.TB, host, repoTag string, img Image, auth *Auth) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layerTar := tarOf(t, img.Files)
+	opts := []remote.Option{}
+	if auth != nil {
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: auth.Username, Password: auth.Password}))
+	}
+	im, err := BuildImage(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, im, opts...); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+	return ref.String()
+}
+
+// Archive builds img as Push does and returns it as a `docker save`
+// archive naming it ref ("example.org/isle/busybox:1").
+func Archive(t testing.TB, ref string, img Image) []byte {
+	t.Helper()
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := BuildImage(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tarball.Write(tag, im, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BuildImage builds img as a one-layer OCI image for this machine's
+// platform.
+func BuildImage(img Image) (v1.Image, error) {
+	layerTar, err := tarOf(img.Files)
+	if err != nil {
+		return nil, err
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	im, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	im = mutate.ConfigMediaType(im, types.OCIConfigJSON)
 	cf, err := im.ConfigFile()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
@@ -75,21 +115,10 @@ func Push(t testing.TB, host, repoTag string, img Image, auth *Auth) string {
 	if cf.Config.Env == nil {
 		cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	}
-	if im, err = mutate.ConfigFile(im, cf); err != nil {
-		t.Fatal(err)
-	}
-	opts := []remote.Option{}
-	if auth != nil {
-		opts = append(opts, remote.WithAuth(&authn.Basic{Username: auth.Username, Password: auth.Password}))
-	}
-	if err := remote.Write(ref, im, opts...); err != nil {
-		t.Fatalf("push %s: %v", ref, err)
-	}
-	return ref.String()
+	return mutate.ConfigFile(im, cf)
 }
 
-func tarOf(t testing.TB, files map[string]File) []byte {
-	t.Helper()
+func tarOf(files map[string]File) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	names := make([]string, 0, len(files))
@@ -110,7 +139,7 @@ func tarOf(t testing.TB, files map[string]File) []byte {
 	sort.Strings(dirNames)
 	for _, d := range dirNames {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	for _, n := range names {
@@ -125,18 +154,18 @@ func tarOf(t testing.TB, files map[string]File) []byte {
 			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if f.Link == "" {
 			if _, err := tw.Write(f.Data); err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // busyboxApplets are the commands the tests' busybox image links.
@@ -147,19 +176,28 @@ var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "ls", "id", "touch",
 // busybox-static) with sh, sleep, httpd and friends linked, plus /tmp.
 func Busybox(t testing.TB) Image {
 	t.Helper()
+	img, err := BusyboxImage()
+	if err != nil {
+		failOrSkip(t, err.Error())
+	}
+	return img
+}
+
+// BusyboxImage is Busybox for callers that are not tests.
+func BusyboxImage() (Image, error) {
 	bin, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		failOrSkip(t, "needs /bin/busybox (Debian's busybox-static; `make setup`)")
+		return Image{}, errors.New("needs /bin/busybox (Debian's busybox-static; `make setup`)")
 	}
 	out, err := exec.Command("file", "-L", "/bin/busybox").Output()
 	if err == nil && !bytes.Contains(out, []byte("statically linked")) {
-		failOrSkip(t, "/bin/busybox is not statically linked: install busybox-static")
+		return Image{}, errors.New("/bin/busybox is not statically linked: install busybox-static")
 	}
 	files := map[string]File{"/bin/busybox": {Data: bin, Mode: 0o755}, "/tmp/.keep": {Mode: 0o644}}
 	for _, a := range busyboxApplets {
 		files["/bin/"+a] = File{Link: "busybox"}
 	}
-	return Image{Files: files, Cmd: []string{"sh"}}
+	return Image{Files: files, Cmd: []string{"sh"}}, nil
 }
 
 // GoBinary builds a Go package (a path in this module) as a static

@@ -1,0 +1,95 @@
+package pods
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The local-path volumes' contract with the control plane (see
+// control/controllers/localpath.go): a deleted volume of this node with
+// the cleanup finalizer has its directory removed here, then the
+// finalizer.
+const (
+	localPathFinalizer = "isle.dev/local-path-cleanup"
+	localPathRoot      = "/var/lib/isle/storage"
+)
+
+// cleanLocalPaths watches the volumes and cleans up this node's deleted
+// local-path volumes.
+func (m *Manager) cleanLocalPaths(ctx context.Context) {
+	lw := cache.NewListWatchFromClient(m.cfg.Client, "persistentvolumes", "", fields.Everything())
+	// Resynced every minute: a cleanup that failed is tried again then.
+	inf := cache.NewSharedIndexInformer(lw, &corev1.PersistentVolume{}, time.Minute, cache.Indexers{})
+	clean := func(obj any) {
+		pv, ok := obj.(*corev1.PersistentVolume)
+		if !ok || pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, localPathFinalizer) || !onlyOn(pv, m.cfg.NodeName) {
+			return
+		}
+		if err := m.cleanLocalPath(ctx, pv); err != nil && ctx.Err() == nil {
+			m.log.Warn("pods: local-path volume not cleaned up; will retry", "volume", pv.Name, "err", err)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: clean,
+		UpdateFunc: func(_, n any) { clean(n) }}); err != nil {
+		m.log.Error("pods: watch volumes", "err", err)
+		return
+	}
+	inf.Run(ctx.Done())
+}
+
+// cleanLocalPath removes a deleted local-path volume's directory (not
+// following symbolic links out of it), then its finalizer.
+func (m *Manager) cleanLocalPath(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if pv.Spec.HostPath == nil {
+		return fmt.Errorf("volume %s has the cleanup finalizer but no hostPath", pv.Name)
+	}
+	dir := filepath.Clean(pv.Spec.HostPath.Path)
+	if filepath.Dir(dir) != localPathRoot || strings.HasPrefix(filepath.Base(dir), ".") {
+		return fmt.Errorf("volume %s: path %q is not a directory of %s: not removed", pv.Name, pv.Spec.HostPath.Path, localPathRoot)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("volume %s: %w", pv.Name, err)
+	}
+	var keep []string
+	for _, f := range pv.Finalizers {
+		if f != localPathFinalizer {
+			keep = append(keep, f)
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": pv.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	if err := m.cfg.Client.Patch(types.MergePatchType).Resource("persistentvolumes").Name(pv.Name).Body(patch).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("volume %s: remove the finalizer: %w", pv.Name, err)
+	}
+	m.log.Info("pods: local-path volume removed", "volume", pv.Name, "path", dir)
+	return nil
+}
+
+// onlyOn reports whether pv's required node affinity admits only node.
+func onlyOn(pv *corev1.PersistentVolume, node string) bool {
+	na := pv.Spec.NodeAffinity
+	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) == 0 {
+		return false
+	}
+	for _, term := range na.Required.NodeSelectorTerms {
+		if !slices.ContainsFunc(term.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+			return e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node
+		}) {
+			return false
+		}
+	}
+	return true
+}
