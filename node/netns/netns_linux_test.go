@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"os"
@@ -231,8 +232,18 @@ func TestRejects(t *testing.T) {
 	if ok, err := Exists(filepath.Join(dir, "none")); err != nil || ok {
 		t.Errorf("Exists(missing) = %v, %v; want false", ok, err)
 	}
-	if _, err := Exists("/proc/self/ns/mnt"); err == nil || !strings.Contains(err.Error(), "not a network one") {
-		t.Errorf("Exists(mount namespace) = %v; want an error", err)
+	// The namespace's type is asked with an ioctl that user-mode
+	// emulation (the ARM test runs) does not have.
+	if f, err := os.Open("/proc/self/ns/net"); err == nil {
+		_, ioctlErr := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
+		f.Close()
+		if ioctlErr == nil {
+			if _, err := Exists("/proc/self/ns/mnt"); err == nil || !strings.Contains(err.Error(), "not a network one") {
+				t.Errorf("Exists(mount namespace) = %v; want an error", err)
+			}
+		} else {
+			t.Logf("NS_GET_NSTYPE: %v: the type check of Exists is not tested here", ioctlErr)
+		}
 	}
 	if err := Do(file, func() error { return nil }); err == nil || !strings.Contains(err.Error(), "not a namespace") {
 		t.Errorf("Do(plain file) = %v; want an error", err)

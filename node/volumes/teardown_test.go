@@ -18,6 +18,7 @@ import (
 // tears it down with a new Manager on the same directory, as after an
 // agent restart.
 func TestTeardownAfterRestart(t *testing.T) {
+	requireOpenat2(t)
 	needMounts(t)
 	src := newFakeSources()
 	src.addSecret("creds", map[string]string{"password": "pw"})
