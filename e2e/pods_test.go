@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,7 +89,7 @@ func startPods(t *testing.T, onAgent bool, extra ...string) *podBoard {
 			}
 		}
 		pb.c.members[0].kill(t)
-		unmountUnder(dir)
+		ctrtest.UnmountUnder(dir)
 		if ents, err := os.ReadDir(filepath.Join(runDir, "netns")); err == nil {
 			for _, e := range ents {
 				_ = netns.Delete(filepath.Join(runDir, "netns", e.Name()))
@@ -498,23 +497,6 @@ func execScript(cmd *exec.Cmd) (string, error) {
 	s.Env = cmd.Env
 	out, err := s.CombinedOutput()
 	return string(out), err
-}
-
-// unmountUnder lazily unmounts every mount below dir, deepest first.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
 }
 
 // TestAgentRestart: killing the agent (kill -9) or losing every server

@@ -122,7 +122,7 @@ func run(bin string, n int, interval, idle time.Duration) error {
 	defer func() {
 		agent.Stop(5 * time.Second)
 		cleanRunDir(runDir)
-		unmountUnder(agentDir)
+		ctrtest.UnmountUnder(agentDir)
 	}()
 	procs = append(procs, agent)
 
@@ -312,21 +312,5 @@ func cleanRunDir(dir string) {
 		p := filepath.Join(dir, "netns", e.Name())
 		_ = syscall.Unmount(p, syscall.MNT_DETACH)
 		_ = os.Remove(p)
-	}
-}
-
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
 	}
 }

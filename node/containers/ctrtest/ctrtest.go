@@ -133,7 +133,7 @@ func (d *Daemon) Stop() {
 	_ = d.cmd.Process.Kill()
 	_ = d.cmd.Wait()
 	_ = d.logf.Close()
-	unmountUnder(d.dir)
+	UnmountUnder(d.dir)
 }
 
 // stopShims kills the shims of the daemon rooted at dir: their command
@@ -154,22 +154,22 @@ func stopShims(dir string) {
 	}
 }
 
-// unmountUnder unmounts whatever is still mounted below dir (rootfs
-// overlays of containers the test left running), deepest first.
-func unmountUnder(dir string) {
+// UnmountUnder lazily unmounts whatever is still mounted below dir
+// (rootfs overlays, pods' volumes, network namespaces left by a killed
+// process), deepest first.
+func UnmountUnder(dir string) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return
 	}
 	var points []string
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
 			points = append(points, f[4])
 		}
 	}
 	for i := len(points) - 1; i >= 0; i-- {
-		_ = exec.Command("umount", "-l", points[i]).Run()
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
 	}
 }
 
