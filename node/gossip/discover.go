@@ -63,13 +63,19 @@ func Discover(addr netip.Addr, key []byte, seeds []string) ([]Member, error) {
 	// short wait lets members it learned from others settle too.
 	time.Sleep(2 * LANTuning.GossipInterval)
 	var out []Member
+	servers := 0
 	for _, m := range g.Members() {
 		if m.State == Alive || m.State == Suspect {
 			out = append(out, m)
+			if m.Role == RoleServer {
+				servers++
+			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("gossip: discover through %v: no board listed", seeds)
+	if servers == 0 {
+		// The seed itself may not have heard of the servers yet (a board
+		// that has just joined): DiscoverRetry asks again.
+		return nil, fmt.Errorf("gossip: discover through %v: no server listed yet (%d boards seen)", seeds, len(out))
 	}
 	return out, nil
 }
