@@ -1,8 +1,9 @@
 // Package agent is the node agent of a board (every board, servers too):
 // it registers the board's Node through the Kubernetes API, keeps the
 // Node's status its own, and talks to whichever server is alive, learning
-// the servers from gossip. Running pods, the Pod network, Services and
-// volumes come in later parts of this package's directory.
+// the servers from gossip. With containerd it runs the board's pods
+// (package pods) and serves kubectl logs, exec and attach (package
+// stream). The Pod network, Services and DNS come later.
 package agent
 
 import (
