@@ -1,0 +1,125 @@
+package pods
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/isle-cluster/isle/node/containers"
+)
+
+func TestBackoff(t *testing.T) {
+	var b backoff
+	now := time.Unix(1000, 0)
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second}
+	for i, w := range want {
+		b.next(now, time.Second)
+		if b.delay != w || !b.until.Equal(now.Add(w)) {
+			t.Fatalf("restart %d: delay %v until %v, want %v", i+1, b.delay, b.until, w)
+		}
+	}
+	// A container that ran ten minutes starts over.
+	b.next(now, 10*time.Minute)
+	if b.delay != backoffInitial {
+		t.Fatalf("after a long run: delay %v, want %v", b.delay, backoffInitial)
+	}
+}
+
+func TestRestartable(t *testing.T) {
+	for _, tc := range []struct {
+		policy corev1.RestartPolicy
+		code   int
+		want   bool
+	}{
+		{corev1.RestartPolicyAlways, 0, true}, {corev1.RestartPolicyAlways, 1, true}, {"", 0, true},
+		{corev1.RestartPolicyOnFailure, 0, false}, {corev1.RestartPolicyOnFailure, 2, true},
+		{corev1.RestartPolicyNever, 0, false}, {corev1.RestartPolicyNever, 137, false},
+	} {
+		if got := restartable(tc.policy, tc.code); got != tc.want {
+			t.Errorf("restartable(%q, %d) = %v", tc.policy, tc.code, got)
+		}
+	}
+}
+
+func TestPhase(t *testing.T) {
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	done := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	waiting := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	backingOff := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}
+	pod := func(p corev1.RestartPolicy) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: p}} }
+	for _, tc := range []struct {
+		name       string
+		policy     corev1.RestartPolicy
+		cs         []corev1.ContainerStatus
+		init, fail bool
+		want       corev1.PodPhase
+	}{
+		{"init running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{waiting}, false, false, corev1.PodPending},
+		{"init failed, Never", corev1.RestartPolicyNever, nil, false, true, corev1.PodFailed},
+		{"creating", corev1.RestartPolicyAlways, []corev1.ContainerStatus{waiting}, true, false, corev1.PodPending},
+		{"one running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, done(0)}, true, false, corev1.PodRunning},
+		{"crash looping", corev1.RestartPolicyAlways, []corev1.ContainerStatus{backingOff}, true, false, corev1.PodRunning},
+		{"all done, Never", corev1.RestartPolicyNever, []corev1.ContainerStatus{done(0), done(0)}, true, false, corev1.PodSucceeded},
+		{"one failed, Never", corev1.RestartPolicyNever, []corev1.ContainerStatus{done(0), done(3)}, true, false, corev1.PodFailed},
+		{"all succeeded, OnFailure", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{done(0)}, true, false, corev1.PodSucceeded},
+		{"failed, OnFailure restarts", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{done(1)}, true, false, corev1.PodRunning},
+	} {
+		got := phase(pod(tc.policy), corev1.PodStatus{ContainerStatuses: tc.cs}, tc.init, tc.fail)
+		if got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestApplyResources(t *testing.T) {
+	q := resource.MustParse
+	c := &corev1.Container{Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("250m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("64Mi")},
+	}}
+	var s containers.Spec
+	applyResources(&s, c)
+	if s.CPUShares != 256 || s.CPUQuota != 50000 || s.CPUPeriod != 100000 || s.MemoryLimit != 64<<20 {
+		t.Fatalf("250m request, 500m and 64Mi limits: %+v", s)
+	}
+	var none containers.Spec
+	applyResources(&none, &corev1.Container{})
+	if none.CPUShares != 2 || none.CPUQuota != 0 || none.MemoryLimit != 0 {
+		t.Fatalf("no resources: %+v", none)
+	}
+}
+
+func TestApplySecurity(t *testing.T) {
+	yes, root, user := true, int64(0), int64(1000)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes}}}
+	var s containers.Spec
+	err := applySecurity(&s, pod, &corev1.Container{SecurityContext: &corev1.SecurityContext{RunAsUser: &root}})
+	if err == nil || !strings.Contains(err.Error(), "runAsNonRoot") {
+		t.Fatalf("root under runAsNonRoot: %v", err)
+	}
+	s = containers.Spec{}
+	err = applySecurity(&s, pod, &corev1.Container{SecurityContext: &corev1.SecurityContext{RunAsUser: &user,
+		ReadOnlyRootFilesystem: &yes, Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}}}})
+	if err != nil || *s.RunAsUser != 1000 || !s.ReadOnlyRootFS || s.AddCaps[0] != "NET_ADMIN" || s.DropCaps[0] != "ALL" {
+		t.Fatalf("a non-root container: %+v, %v", s, err)
+	}
+}
+
+func TestSpecHash(t *testing.T) {
+	a := &corev1.Container{Name: "c", Image: "busybox:1", Command: []string{"sleep", "1"}}
+	b := a.DeepCopy()
+	b.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	if specHash(a) != specHash(b) {
+		t.Fatal("a change of resources restarts the container")
+	}
+	b.Image = "busybox:2"
+	if specHash(a) == specHash(b) {
+		t.Fatal("a new image does not restart the container")
+	}
+}
