@@ -319,17 +319,24 @@ func (m *Manager) nameOf(uid types.UID) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ps := m.state[uid]; ps != nil {
-		return ps.namespace + "/" + ps.name
+		return ps.key()
 	}
 	return string(uid)
 }
 
 func (m *Manager) podOfContainer(id string) (types.UID, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for uid, ps := range m.state {
-		if _, ok := ps.ctrs[id]; ok {
-			return uid, true
+	states := make([]*podState, 0, len(m.state))
+	for _, ps := range m.state {
+		states = append(states, ps)
+	}
+	m.mu.Unlock()
+	for _, ps := range states {
+		ps.mu.Lock()
+		_, ok := ps.ctrs[id]
+		ps.mu.Unlock()
+		if ok {
+			return ps.uid, true
 		}
 	}
 	return "", false

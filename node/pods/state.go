@@ -37,11 +37,12 @@ func hostNetworkLabel(l map[string]string) bool { return l[labelHostNetwork] == 
 // back-offs and probes. Only the pod's sync touches it, except the probe
 // results (mu).
 type podState struct {
-	uid             types.UID
-	namespace, name string
+	uid types.UID
 
-	mu   sync.Mutex
-	ctrs map[string]containers.Container // by containerd ID
+	mu sync.Mutex
+	// namespace and name of the pod (names, setNames).
+	namespace, name string
+	ctrs            map[string]containers.Container // by containerd ID
 	// probes by container ID, their results kept in them.
 	probes map[string]*probeSet
 
@@ -60,6 +61,27 @@ type podState struct {
 func newPodState(uid types.UID, namespace, name string) *podState {
 	return &podState{uid: uid, namespace: namespace, name: name, ctrs: map[string]containers.Container{},
 		probes: map[string]*probeSet{}, waiting: map[string]corev1.ContainerStateWaiting{}, backoff: map[string]*backoff{}}
+}
+
+// setNames records the pod's namespace and name (a pod found on disk
+// has none until the API names it).
+func (ps *podState) setNames(namespace, name string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.namespace, ps.name = namespace, name
+}
+
+// names are the pod's namespace and name ("" while unknown).
+func (ps *podState) names() (namespace, name string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.namespace, ps.name
+}
+
+// key is namespace/name for messages.
+func (ps *podState) key() string {
+	ns, name := ps.names()
+	return ns + "/" + name
 }
 
 // attempts are a container's containerd containers, newest first.

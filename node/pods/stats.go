@@ -45,7 +45,8 @@ func (m *Manager) PodUsage(ctx context.Context) ([]resourcemetrics.PodUsage, err
 	}
 	m.mu.Unlock()
 	for _, ps := range states {
-		pu := resourcemetrics.PodUsage{Namespace: ps.namespace, Name: ps.name, UID: ps.uid}
+		ns, name := ps.names()
+		pu := resourcemetrics.PodUsage{Namespace: ns, Name: name, UID: ps.uid}
 		for _, c := range ps.all() {
 			if c.State != containers.Running || c.Cgroup == "" {
 				continue

@@ -15,7 +15,7 @@ func (m *Manager) Container(namespace, pod, container string) (stream.ContainerR
 	var ps *podState
 	m.mu.Lock()
 	for _, s := range m.state {
-		if s.namespace == namespace && s.name == pod {
+		if ns, name := s.names(); ns == namespace && name == pod {
 			ps = s
 			break
 		}

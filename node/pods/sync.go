@@ -25,7 +25,7 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		if ps == nil {
 			ps = m.stateOf(uid, "", "")
 			if pod != nil {
-				ps.namespace, ps.name = pod.Namespace, pod.Name
+				ps.setNames(pod.Namespace, pod.Name)
 			}
 		}
 		m.terminate(ctx, pod, ps)
@@ -34,7 +34,7 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 	if ps == nil {
 		ps = m.stateOf(uid, pod.Namespace, pod.Name)
 	}
-	ps.namespace, ps.name = pod.Namespace, pod.Name
+	ps.setNames(pod.Namespace, pod.Name)
 	if ps.terminating.Load() {
 		return nil
 	}

@@ -27,7 +27,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, ps *podState) 
 	}
 	go func() {
 		if err := m.kill(ctx, pod, ps); err != nil {
-			m.log.Warn("pods: stop pod", "pod", ps.namespace+"/"+ps.name, "err", err)
+			m.log.Warn("pods: stop pod", "pod", ps.key(), "err", err)
 			ps.terminating.Store(false)
 			m.queue.AddAfter(ps.uid, 2*time.Second)
 			return
@@ -100,10 +100,10 @@ func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error
 		return err
 	}
 	if err := containers.RemoveCgroup("/isle/pod" + string(ps.uid)); err != nil {
-		m.log.Warn("pods: cgroup not removed", "pod", ps.namespace+"/"+ps.name, "err", err)
+		m.log.Warn("pods: cgroup not removed", "pod", ps.key(), "err", err)
 	}
-	if ps.namespace != "" {
-		_ = os.RemoveAll(m.podLogDir(ps.namespace, ps.name, string(ps.uid)))
+	if ns, name := ps.names(); ns != "" {
+		_ = os.RemoveAll(m.podLogDir(ns, name, string(ps.uid)))
 	}
 	return nil
 }
