@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file
 
-.PHONY: help build cross setup test test-unit test-e2e test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -42,7 +42,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: setup lint test-unit test-e2e ## all tests this machine can run (as root: tmpfs, real processes); installs what they need
+test: setup lint test-unit test-e2e test-e2e-race ## all tests this machine can run (as root: tmpfs, real processes); installs what they need
 
 # The node packages (containerd, runc, namespaces) run apart from the
 # control plane's: on two CPUs they starved the controllers' timed tests.
@@ -53,6 +53,12 @@ test-unit:
 
 test-e2e: build ## whole-binary tests against out/isle
 	ISLE_BIN=$(CURDIR)/$(OUT)/isle $(GO) test -count=1 -timeout 20m ./e2e/...
+
+# The pod tests again, against an isle built with the race detector that
+# exits at the first race: the agent's goroutines under real traffic.
+test-e2e-race:
+	$(GO) build -race -o $(OUT)/isle-race ./cmd/isle
+	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart' ./e2e/...
 
 # One package at a time (-p 1): emulated, two packages of controller tests
 # on two cores starve each other past the tests' deadlines.
