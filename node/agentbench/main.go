@@ -188,7 +188,11 @@ func run(bin string, n int, interval, idle time.Duration) error {
 	fmt.Printf("| %-38s | %-12s | %-26s | %-4s |\n", "measure", "isle", "target", "")
 	fmt.Printf("|%s|%s|%s|%s|\n", strings.Repeat("-", 40), strings.Repeat("-", 14), strings.Repeat("-", 28), strings.Repeat("-", 6))
 	row := func(m, v, target string, ok bool) {
-		fmt.Printf("| %-38s | %-12s | %-26s | %-4s |\n", m, v, target, benchkit.Verdict(ok))
+		verdict := ""
+		if target != "" {
+			verdict = benchkit.Verdict(ok)
+		}
+		fmt.Printf("| %-38s | %-12s | %-26s | %-4s |\n", m, v, target, verdict)
 	}
 	row("pod start, bound → Running, p50", p50.Round(time.Millisecond).String(), "", true)
 	row("pod start, bound → Running, p99", p99.Round(time.Millisecond).String(), "≤ 1s (kubelet SLO 5s)", p99 <= time.Second)
