@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
+	"github.com/isle-cluster/isle/node/netns"
 	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
@@ -313,8 +313,6 @@ func writeArchive(path string) error {
 func cleanRunDir(dir string) {
 	ents, _ := os.ReadDir(filepath.Join(dir, "netns"))
 	for _, e := range ents {
-		p := filepath.Join(dir, "netns", e.Name())
-		_ = syscall.Unmount(p, syscall.MNT_DETACH)
-		_ = os.Remove(p)
+		_ = netns.Delete(filepath.Join(dir, "netns", e.Name()))
 	}
 }

@@ -108,11 +108,9 @@ func (r *recorder) remember(key eventKey, ev *corev1.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.recent[key]; !ok && len(r.recent) >= maxRecent {
-		for k, old := range r.recent { // drop the oldest
-			if time.Since(old.LastTimestamp.Time) > repeatSpan || len(r.recent) >= maxRecent {
-				delete(r.recent, k)
-				break
-			}
+		for k := range r.recent { // room for it: forget any one
+			delete(r.recent, k)
+			break
 		}
 	}
 	r.recent[key] = ev

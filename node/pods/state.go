@@ -48,6 +48,9 @@ type podState struct {
 
 	netns string
 	ips   []string
+	// attached: the sandbox's namespace, network and files are made (by
+	// this agent process).
+	attached bool
 	// waiting says why a container (by name) is not running.
 	waiting   map[string]corev1.ContainerStateWaiting
 	backoff   map[string]*backoff

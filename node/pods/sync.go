@@ -255,12 +255,15 @@ func (m *Manager) sandbox(ctx context.Context, pod *corev1.Pod, ps *podState) er
 	if err := m.refreshAll(ctx, ps); err != nil {
 		return err
 	}
-	if pod.Spec.HostNetwork {
-		ps.ips = []string{m.cfg.NodeIP}
+	if ps.attached {
 		return nil
 	}
-	path := m.netnsPath(pod.UID)
-	if ps.netns == "" || len(ps.ips) == 0 {
+	// Once per pod and agent start (an adopted pod's namespace exists:
+	// Create and Attach find what is there).
+	if pod.Spec.HostNetwork {
+		ps.ips = []string{m.cfg.NodeIP}
+	} else {
+		path := m.netnsPath(pod.UID)
 		if err := netns.Create(path); err != nil {
 			return fmt.Errorf("pods: network namespace of %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -271,7 +274,11 @@ func (m *Manager) sandbox(ctx context.Context, pod *corev1.Pod, ps *podState) er
 		}
 		ps.ips = ips
 	}
-	return m.podFiles(pod, ps)
+	if err := m.podFiles(pod, ps); err != nil {
+		return err
+	}
+	ps.attached = true
+	return nil
 }
 
 // podFiles writes the files every container of the pod gets: /etc/hosts
