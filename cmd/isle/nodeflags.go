@@ -2,13 +2,18 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/node/containers"
 )
 
 // nodeFlags are the node agent's flags, the same for `isle server` and
@@ -23,6 +28,9 @@ type nodeFlags struct {
 	reservedCPU  string
 	reservedMem  string
 	reservedDisk string
+	cgroupParent string
+	mirrors      []string
+	clusterCIDR  string
 }
 
 func (f *nodeFlags) add(fl *pflag.FlagSet) {
@@ -35,6 +43,9 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.reservedCPU, "reserved-cpu", "0", "CPU kept from pods for the system and isle, such as 250m")
 	fl.StringVar(&f.reservedMem, "reserved-memory", "0", "memory kept from pods for the system and isle, such as 128Mi (0: 10% of the board's memory)")
 	fl.StringVar(&f.reservedDisk, "reserved-storage", "0", "space of the data directory's filesystem kept from pods' ephemeral storage, such as 1Gi")
+	fl.StringVar(&f.cgroupParent, "cgroup-parent", "/isle", "cgroup that holds the pods' cgroups")
+	fl.StringArrayVar(&f.mirrors, "registry-mirror", nil, "pull the images of a registry from another endpoint: HOST=http://ADDR:PORT or HOST=https://ADDR[:PORT] (HOST as in images' names); repeat for more")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controllers.DefaultPodCIDR.String(), "range of Pod addresses, from which each node gets a /24 (the same on every board)")
 }
 
 // apply checks the flags and puts them into an agent's configuration.
@@ -70,6 +81,27 @@ func (f *nodeFlags) apply(c *agent.Config) error {
 	if err != nil || disk.Sign() < 0 {
 		return fmt.Errorf("--reserved-storage %q: want a size such as 1Gi", f.reservedDisk)
 	}
+	if !path.IsAbs(f.cgroupParent) || path.Clean(f.cgroupParent) != f.cgroupParent || f.cgroupParent == "/" {
+		return fmt.Errorf("--cgroup-parent %q: want a clean absolute cgroup path such as /isle", f.cgroupParent)
+	}
+	for _, m := range f.mirrors {
+		host, endpoint, ok := strings.Cut(m, "=")
+		if !ok {
+			return fmt.Errorf("--registry-mirror %q: want HOST=http://ADDR:PORT", m)
+		}
+		if err := containers.CheckMirror(host, endpoint); err != nil {
+			return fmt.Errorf("--registry-mirror: %w", err)
+		}
+		if c.RegistryMirrors == nil {
+			c.RegistryMirrors = map[string]string{}
+		}
+		c.RegistryMirrors[host] = endpoint
+	}
+	cidr, err := netip.ParsePrefix(f.clusterCIDR)
+	if err != nil || !cidr.Addr().Is4() || cidr.Masked() != cidr || cidr.Bits() > 22 {
+		return fmt.Errorf("--cluster-cidr %q: want an IPv4 range of at least 4 /24s, such as 10.42.0.0/16", f.clusterCIDR)
+	}
+	c.ClusterCIDR, c.CgroupParent = cidr, f.cgroupParent
 	c.ContainerdNamespace, c.RunDir, c.StreamPort, c.PodResync, c.MaxPods = f.namespace, f.runDir, f.streamPort, f.podResync, f.maxPods
 	c.ReservedCPU, c.ReservedMemory, c.ReservedStorage = cpu.MilliValue(), mem.Value(), disk.Value()
 	return nil

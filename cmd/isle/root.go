@@ -21,6 +21,9 @@ func newRootCommand() *cobra.Command {
 		newStoreCommand(),
 		newKubeconfigCommand(),
 		newImagesCommand(),
+		newUpCommand(),
+		newDownCommand(),
+		newBoardCommand(),
 	)
 	return root
 }

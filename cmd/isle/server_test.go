@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/spf13/pflag"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,8 +12,7 @@ import (
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
 		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi",
-			node: nodeFlags{containerd: "/run/containerd/containerd.sock", namespace: "isle", runDir: "/run/isle", streamPort: 10250,
-				podResync: time.Minute, maxPods: 110, reservedCPU: "0", reservedMem: "0", reservedDisk: "0"}}
+			node: defaultNodeFlags()}
 	}
 	cases := []struct {
 		name   string
@@ -43,6 +43,15 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"reserve not a size", func(f *serverFlags) { f.node.reservedMem = "much" }, "--reserved-memory"},
 		{"negative CPU reserve", func(f *serverFlags) { f.node.reservedCPU = "-1" }, "--reserved-cpu"},
 		{"relative run dir", func(f *serverFlags) { f.node.runDir = "run" }, "--run-dir"},
+		{"registry mirror", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan=http://10.0.0.9:5000"} }, ""},
+		{"mirror without endpoint", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan"} }, "--registry-mirror"},
+		{"mirror of a path", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan=http://10.0.0.9:5000/v2"} }, "endpoint"},
+		{"mirror not http", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan=ftp://10.0.0.9"} }, "endpoint"},
+		{"relative cgroup parent", func(f *serverFlags) { f.node.cgroupParent = "isle" }, "--cgroup-parent"},
+		{"root cgroup parent", func(f *serverFlags) { f.node.cgroupParent = "/" }, "--cgroup-parent"},
+		{"cluster CIDR too small", func(f *serverFlags) { f.node.clusterCIDR = "10.42.0.0/24" }, "--cluster-cidr"},
+		{"cluster CIDR not masked", func(f *serverFlags) { f.node.clusterCIDR = "10.42.1.0/16" }, "--cluster-cidr"},
+		{"cluster CIDR of IPv6", func(f *serverFlags) { f.node.clusterCIDR = "fd00::/64" }, "--cluster-cidr"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,4 +80,11 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "isle ") || !strings.Contains(out.String(), want) {
 		t.Fatalf("version printed %q, want isle ... %s", out.String(), want)
 	}
+}
+
+// defaultNodeFlags are the node flags as the command line's defaults set them.
+func defaultNodeFlags() nodeFlags {
+	var f nodeFlags
+	f.add(pflag.NewFlagSet("test", pflag.PanicOnError))
+	return f
 }

@@ -277,7 +277,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		bootstrapObjects(ctx, store, id, log)
 		table := append(controllers.Table(store, log, controllers.WithHPA(controllers.HPAConfig{Metrics: usage})),
-			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace}, log.With("controller", "nodelifecycle")))
+			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)
 	})
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -86,6 +87,14 @@ type Config struct {
 	// PodResync is how often every pod is synced without a cause (configMap
 	// and secret changes reach volumes then); 0: a minute.
 	PodResync time.Duration
+	// CgroupParent holds the pods' cgroups; "": /isle.
+	CgroupParent string
+	// RegistryMirrors send image pulls of a registry host to another
+	// endpoint (containers.Config.Mirrors).
+	RegistryMirrors map[string]string
+	// ClusterCIDR is the range every node's pod CIDR comes from (the same
+	// on every board); invalid: 10.42.0.0/16.
+	ClusterCIDR netip.Prefix
 }
 
 // Agent is a running node agent.

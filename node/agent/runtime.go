@@ -20,7 +20,8 @@ func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error)
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	cfg := containers.Config{Address: a.cfg.Containerd, Namespace: a.cfg.ContainerdNamespace,
-		FIFODir: filepath.Join(a.cfg.RunDir, "fifo"), OpenLog: pods.OpenLog(0, 0), Logger: a.log}
+		FIFODir: filepath.Join(a.cfg.RunDir, "fifo"), RuncRoot: filepath.Join(a.cfg.RunDir, "runc"),
+		Mirrors: a.cfg.RegistryMirrors, OpenLog: pods.OpenLog(0, 0), Logger: a.log}
 	var rt *containers.Runtime
 	err := retry(ctx, a.log, "connect to containerd", func(ctx context.Context) error {
 		var err error
@@ -39,7 +40,7 @@ func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error)
 func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	m, err := pods.New(pods.Config{NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
-		Resync: a.cfg.PodResync, Logger: a.log})
+		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -116,7 +116,7 @@ func (r *Runtime) Create(ctx context.Context, s Spec) error {
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		containerd.WithNewSnapshot(s.ID, img),
 		containerd.WithContainerLabels(labels),
-		containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithRuntime("io.containerd.runc.v2", r.runcOptions()),
 		containerd.WithNewSpec(s.specOpts(img, ispec.Config)...))
 	if err != nil {
 		return fmt.Errorf("containers: create %s: %w", s.ID, err)

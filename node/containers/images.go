@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -103,8 +104,7 @@ func (r *Runtime) pull(ctx context.Context, ref string, creds Credentials) (cont
 		}
 		return creds(host)
 	}))
-	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: docker.ConfigureDefaultRegistries(
-		docker.WithPlainHTTP(r.plainHTTP), docker.WithAuthorizer(authorizer))})
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: r.registryHosts(authorizer)})
 	img, err := r.client.Pull(ctx, ref, containerd.WithResolver(resolver), containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter), containerd.WithPlatformMatcher(platforms.Default()))
 	if err != nil {
@@ -112,6 +112,29 @@ func (r *Runtime) pull(ctx context.Context, ref string, creds Credentials) (cont
 	}
 	r.log.Info("containers: image pulled", "image", ref, "took", time.Since(start).Round(time.Millisecond))
 	return img, nil
+}
+
+// registryHosts says where the images of a registry host are pulled
+// from: the host itself, or its mirror.
+func (r *Runtime) registryHosts(authorizer docker.Authorizer) docker.RegistryHosts {
+	direct := docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(r.plainHTTP), docker.WithAuthorizer(authorizer))
+	return func(host string) ([]docker.RegistryHost, error) {
+		m, ok := r.cfg.Mirrors[host]
+		if !ok {
+			return direct(host)
+		}
+		u, err := url.Parse(m)
+		if err != nil {
+			return nil, fmt.Errorf("containers: mirror of %s: %w", host, err)
+		}
+		plain := u.Scheme == "http"
+		hosts, err := docker.ConfigureDefaultRegistries(docker.WithAuthorizer(authorizer),
+			docker.WithPlainHTTP(func(string) (bool, error) { return plain, nil }))(u.Host)
+		if err != nil {
+			return nil, fmt.Errorf("containers: mirror of %s: %w", host, err)
+		}
+		return hosts, nil
+	}
 }
 
 // plainHTTP: registries on loopback and those configured insecure are

@@ -11,10 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +43,14 @@ type Config struct {
 	// InsecureRegistries are registry hosts (host:port) spoken to in plain
 	// HTTP besides those on loopback.
 	InsecureRegistries []string
-	Logger             *slog.Logger
+	// Mirrors send the pulls of images of a registry host (the key, as in
+	// the image's name) to another endpoint ("http://10.77.0.1:5000" or
+	// "https://host[:port]").
+	Mirrors map[string]string
+	// RuncRoot is runc's state directory (on a tmpfs); "": runc's
+	// default, /run/containerd/runc.
+	RuncRoot string
+	Logger   *slog.Logger
 }
 
 // LogFile is where a container's output goes.
@@ -68,6 +78,14 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.FIFODir) {
 		return fmt.Errorf("containers: FIFODir %q is not an absolute path", c.FIFODir)
+	}
+	if c.RuncRoot != "" && !filepath.IsAbs(c.RuncRoot) {
+		return fmt.Errorf("containers: RuncRoot %q is not an absolute path", c.RuncRoot)
+	}
+	for host, m := range c.Mirrors {
+		if err := CheckMirror(host, m); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -137,4 +155,25 @@ func (r *Runtime) Close() error {
 
 func (r *Runtime) ns(ctx context.Context) context.Context {
 	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+// CheckMirror checks a registry mirror: the registry host it stands for
+// (host or host:port, as in images' names) and its endpoint URL.
+func CheckMirror(host, endpoint string) error {
+	if host == "" || strings.ContainsAny(host, "/ ") {
+		return fmt.Errorf("containers: mirror %q: want a registry host such as registry.lan or registry.lan:5000", host)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("containers: mirror of %s: endpoint %q: want http://HOST[:PORT] or https://HOST[:PORT]", host, endpoint)
+	}
+	return nil
+}
+
+// runcOptions moves runc's state to RuncRoot, if set.
+func (r *Runtime) runcOptions() any {
+	if r.cfg.RuncRoot == "" {
+		return nil
+	}
+	return &runcoptions.Options{Root: r.cfg.RuncRoot}
 }

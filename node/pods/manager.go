@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
@@ -86,6 +87,9 @@ type Config struct {
 	Resync time.Duration
 	// Workers sync pods in parallel; default 4.
 	Workers int
+	// CgroupParent holds the pods' cgroups (CgroupParent/pod<uid>);
+	// default /isle.
+	CgroupParent string
 	// LogMaxSize and LogMaxFiles rotate container logs; defaults 10 MiB
 	// and 3 files.
 	LogMaxSize  int64
@@ -115,6 +119,12 @@ func (c *Config) validate() error {
 	}
 	if c.Resync <= 0 {
 		c.Resync = time.Minute
+	}
+	if c.CgroupParent == "" {
+		c.CgroupParent = "/isle"
+	}
+	if !path.IsAbs(c.CgroupParent) || path.Clean(c.CgroupParent) != c.CgroupParent {
+		return fmt.Errorf("pods: cgroup parent %q: want a clean absolute path such as /isle", c.CgroupParent)
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4
@@ -387,4 +397,9 @@ func (m *Manager) stateOf(uid types.UID, namespace, name string) *podState {
 
 func (m *Manager) netnsPath(uid types.UID) string {
 	return filepath.Join(m.cfg.RunDir, "netns", string(uid))
+}
+
+// podCgroup is the cgroup of the pod's containers.
+func (m *Manager) podCgroup(uid types.UID) string {
+	return path.Join(m.cfg.CgroupParent, "pod"+string(uid))
 }

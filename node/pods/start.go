@@ -171,7 +171,7 @@ func (m *Manager) containerSpec(ctx context.Context, pod *corev1.Pod, ps *podSta
 		TTY:          c.TTY,
 		Stdin:        c.Stdin,
 		StdinOnce:    c.StdinOnce,
-		CgroupParent: "/isle/pod" + string(pod.UID),
+		CgroupParent: m.podCgroup(pod.UID),
 		LogPath:      m.logPath(pod.Namespace, pod.Name, pod.UID, c.Name, n),
 		Group:        string(pod.UID),
 	}

@@ -99,7 +99,7 @@ func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error
 	if err := m.vol.Teardown(ps.uid); err != nil {
 		return err
 	}
-	if err := containers.RemoveCgroup("/isle/pod" + string(ps.uid)); err != nil {
+	if err := containers.RemoveCgroup(m.podCgroup(ps.uid)); err != nil {
 		m.log.Warn("pods: cgroup not removed", "pod", ps.key(), "err", err)
 	}
 	if ns, name := ps.names(); ns != "" {

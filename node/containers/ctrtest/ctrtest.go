@@ -20,6 +20,8 @@ import (
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
+
+	"github.com/isle-cluster/isle/node/containers"
 )
 
 // Require fails (in CI) or skips (elsewhere) a test when the machine
@@ -86,17 +88,9 @@ type Daemon struct {
 // under dir, and waits for it to answer.
 func StartContainerd(dir string) (*Daemon, error) {
 	d := &Daemon{Socket: filepath.Join(dir, "containerd.sock"), LogPath: filepath.Join(dir, "containerd.log"), dir: dir}
-	config := fmt.Sprintf(`version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = %q
-[plugins."io.containerd.internal.v1.opt"]
-  path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Socket, filepath.Join(dir, "opt"))
+	config := containers.DaemonConfig(dir, filepath.Join(dir, "state"), d.Socket)
 	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, config, 0o644); err != nil {
 		return nil, err
 	}
 	logf, err := os.Create(d.LogPath)

@@ -1,0 +1,145 @@
+package island
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+)
+
+// Actions on one board (`isle board ACTION NAME`).
+const (
+	ActionStop      = "stop"      // shut down: isle and containerd stop, then the power goes
+	ActionStart     = "start"     // power on: a fresh network stack and /run, containerd, isle
+	ActionKill      = "kill"      // pull the power: kill -9 of everything of the board
+	ActionPartition = "partition" // pull its LAN cable
+	ActionHeal      = "heal"      // plug it back
+)
+
+// Act performs action on the board called name of the island in dir.
+// bin is the isle binary a started board runs ("": this process's own).
+func Act(dir, action, name, bin string, out io.Writer) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("island: %w", err)
+	}
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("island: the isle binary: %w", err)
+		}
+	}
+	s, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	release, err := lock(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	b, err := s.Board(name)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case ActionKill:
+		err = powerOff(s, b)
+		if uerr := unplugBoard(b.Name); err == nil {
+			err = uerr
+		}
+	case ActionStop:
+		grace := b.Isle.stop(20 * time.Second)
+		grace = b.Containerd.stop(10*time.Second) && grace
+		err = powerOff(s, b)
+		if uerr := unplugBoard(b.Name); err == nil {
+			err = uerr
+		}
+		if !grace {
+			fmt.Fprintf(out, "%s did not stop within its grace period: killed\n", b.Name)
+		}
+	case ActionStart:
+		if !b.Down {
+			return fmt.Errorf("island: board %s runs already (stop or kill it first)", b.Name)
+		}
+		err = boot(s, b, bin)
+	case ActionPartition, ActionHeal:
+		if b.Down {
+			return fmt.Errorf("island: board %s is down", b.Name)
+		}
+		b.Partitioned = action == ActionPartition
+		err = setPort(b.Name, !b.Partitioned)
+	default:
+		return fmt.Errorf("island: unknown action %q: want stop, start, kill, partition or heal", action)
+	}
+	if serr := s.save(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %s\n", b.Name, map[string]string{
+		ActionKill: "killed (everything of it, with kill -9) and off the LAN", ActionStop: "stopped and off the LAN",
+		ActionStart: "started", ActionPartition: "cut off the LAN", ActionHeal: "back on the LAN",
+	}[action])
+	return nil
+}
+
+// boot powers a board on, as after a power cut: a fresh namespace and
+// /run, then its containerd and isle with the command line it always has.
+func boot(s *State, b *Board, bin string) error {
+	if err := powerOff(s, b); err != nil { // what a crash of isle up may have left
+		return err
+	}
+	if err := unplugBoard(b.Name); err != nil {
+		return err
+	}
+	b.Partitioned = false
+	if err := plugBoard(s, b); err != nil {
+		return err
+	}
+	if err := startContainerd(s, b); err != nil {
+		return err
+	}
+	token := ""
+	if b != &s.Boards[0] {
+		var err error
+		if token, err = s.Token(); err != nil {
+			return err
+		}
+	}
+	return startIsle(s, b, bin, token)
+}
+
+// List prints the island's boards and their state.
+func List(dir string, out io.Writer) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("island: %w", err)
+	}
+	s, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "BOARD\tROLE\tADDRESS\tSTATE\tISLE\tCONTAINERD")
+	for _, b := range s.Boards {
+		state := "up"
+		switch {
+		case b.Down:
+			state = "down"
+		case b.Partitioned:
+			state = "partitioned"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", b.Name, b.Role, b.Addr, state, procState(b.Isle), procState(b.Containerd))
+	}
+	return tw.Flush()
+}
+
+func procState(p Proc) string {
+	if p.Alive() {
+		return fmt.Sprintf("pid %d", p.PID)
+	}
+	return "-"
+}

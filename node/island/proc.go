@@ -1,0 +1,216 @@
+package island
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/isle-cluster/isle/node/netns"
+)
+
+// start runs a daemon of the island in the network namespace at ns ("":
+// the host's), in a session of its own (it outlives `isle up`), its
+// output appended to logPath.
+func start(ns, logPath string, name string, args ...string) (Proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return Proc{}, fmt.Errorf("island: %s: %w", name, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	run := cmd.Start
+	if ns != "" {
+		// The child is forked from a thread inside the namespace, and
+		// inherits it.
+		run = func() error { return netns.Do(ns, cmd.Start) }
+	}
+	if err := run(); err != nil {
+		return Proc{}, fmt.Errorf("island: start %s: %w", name, err)
+	}
+	p := Proc{PID: cmd.Process.Pid}
+	p.Start, _ = startTime(p.PID)
+	// Nobody waits for it: it is the island's, not this command's.
+	_ = cmd.Process.Release()
+	return p, nil
+}
+
+// stat reads a process's state letter and start time from /proc.
+func stat(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it follow the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("island: /proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("island: /proc/%d/stat: unexpected format", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("island: /proc/%d/stat: start time %q", pid, f[19])
+	}
+	return f[0][0], start, nil
+}
+
+func startTime(pid int) (uint64, error) {
+	_, st, err := stat(pid)
+	return st, err
+}
+
+// Alive reports whether the process still runs (not a zombie, not another
+// process with its PID).
+func (p Proc) Alive() bool {
+	if p.PID <= 0 {
+		return false
+	}
+	state, st, err := stat(p.PID)
+	return err == nil && st == p.Start && state != 'Z' && state != 'X'
+}
+
+// signal sends sig to the process if it is still the one recorded.
+func (p Proc) signal(sig syscall.Signal) {
+	if p.Alive() {
+		_ = syscall.Kill(p.PID, sig)
+	}
+}
+
+// stop sends SIGTERM and waits up to grace for the process to end.
+func (p Proc) stop(grace time.Duration) bool {
+	p.signal(syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for p.Alive() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// nsInode is the inode of the network namespace at path (a bind mount of
+// one, or /proc/PID/ns/net); 0 if there is none.
+func nsInode(path string) uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil || fs.Type != unix.NSFS_MAGIC {
+		return 0
+	}
+	return st.Ino
+}
+
+// killIn kills (SIGKILL) every process inside one of the network
+// namespaces at paths, as pulling a board's power does, and waits until
+// they are gone (zombies left to whoever reaps them count as gone).
+func killIn(paths []string) error {
+	inodes := map[uint64]bool{}
+	for _, p := range paths {
+		if ino := nsInode(p); ino != 0 {
+			inodes[ino] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := procsIn(inodes)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("island: processes %v did not end after SIGKILL", left)
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procsIn lists the live processes whose network namespace is one of
+// inodes.
+func procsIn(inodes map[uint64]bool) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		link, err := os.Readlink(d + "/ns/net")
+		if err != nil {
+			continue
+		}
+		var ino uint64
+		if _, err := fmt.Sscanf(link, "net:[%d]", &ino); err != nil || !inodes[ino] {
+			continue
+		}
+		if state, _, err := stat(pid); err == nil && state != 'Z' && state != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// unmountUnder lazily unmounts everything mounted below dir (containers'
+// root filesystems, pods' volumes and namespaces), deepest first.
+func unmountUnder(dir string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("island: %w", err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(unescapeMount(f[4]), dir+"/") {
+			points = append(points, unescapeMount(f[4]))
+		}
+	}
+	var errs []error
+	for i := len(points) - 1; i >= 0; i-- {
+		if err := unix.Unmount(points[i], unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", points[i], err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("island: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
