@@ -167,7 +167,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
 	acfg := agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
-		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log}
+		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log, Registerer: reg}
 	if err := f.node.apply(&acfg); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ docker-registry, nftables and the memory cgroup. One island per machine.`,
 	fl.IntVar(&cfg.Servers, "servers", 3, "boards that run the control plane (1 to 7)")
 	fl.IntVar(&cfg.Agents, "agents", 2, "boards that only run pods (0 to 40)")
 	fl.StringVar(&cfg.Dir, "dir", island.DefaultDir, "directory of the island's state, the boards' data and logs")
+	fl.StringArrayVar(&cfg.BoardFlags, "board-flag", nil, "a flag for every board's isle, such as --pod-resync=2s; repeat for more")
 	fl.DurationVar(&cfg.Timeout, "timeout", 0, "how long to wait for every Node to be Ready (0: 2m)")
 	return cmd
 }
@@ -75,6 +76,7 @@ func newBoardCommand() *cobra.Command {
 		{island.ActionStop, "Shut a board down: isle and containerd stop, then its power and LAN link go"},
 		{island.ActionStart, "Power a board on: a fresh network stack, containerd, then isle"},
 		{island.ActionKill, "Pull a board's power: kill -9 of everything of it"},
+		{island.ActionRestart, "Kill -9 a board's isle alone and start it again (containerd and the pods keep running)"},
 		{island.ActionPartition, "Cut a board's LAN link (its processes keep running)"},
 		{island.ActionHeal, "Plug a partitioned board's LAN link back"},
 	} {

@@ -30,6 +30,7 @@ type nodeFlags struct {
 	reservedDisk string
 	cgroupParent string
 	mirrors      []string
+	insecure     []string
 	clusterCIDR  string
 }
 
@@ -45,6 +46,7 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.reservedDisk, "reserved-storage", "0", "space of the data directory's filesystem kept from pods' ephemeral storage, such as 1Gi")
 	fl.StringVar(&f.cgroupParent, "cgroup-parent", "/isle", "cgroup that holds the pods' cgroups")
 	fl.StringArrayVar(&f.mirrors, "registry-mirror", nil, "pull the images of a registry from another endpoint: HOST=http://ADDR:PORT or HOST=https://ADDR[:PORT] (HOST as in images' names); repeat for more")
+	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "a registry (HOST:PORT as in images' names) spoken to in plain HTTP, such as a registry on the LAN without TLS; repeat for more")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controllers.DefaultPodCIDR.String(), "range of Pod addresses, from which each node gets a /24 (the same on every board)")
 }
 
@@ -97,6 +99,12 @@ func (f *nodeFlags) apply(c *agent.Config) error {
 		}
 		c.RegistryMirrors[host] = endpoint
 	}
+	for _, r := range f.insecure {
+		if r == "" || strings.ContainsAny(r, "/ =") {
+			return fmt.Errorf("--insecure-registry %q: want HOST or HOST:PORT as in images' names", r)
+		}
+	}
+	c.InsecureRegistries = f.insecure
 	cidr, err := netip.ParsePrefix(f.clusterCIDR)
 	if err != nil || !cidr.Addr().Is4() || cidr.Masked() != cidr || cidr.Bits() > 22 {
 		return fmt.Errorf("--cluster-cidr %q: want an IPv4 range of at least 4 /24s, such as 10.42.0.0/16", f.clusterCIDR)

@@ -47,6 +47,8 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"mirror without endpoint", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan"} }, "--registry-mirror"},
 		{"mirror of a path", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan=http://10.0.0.9:5000/v2"} }, "endpoint"},
 		{"mirror not http", func(f *serverFlags) { f.node.mirrors = []string{"registry.lan=ftp://10.0.0.9"} }, "endpoint"},
+		{"insecure registry", func(f *serverFlags) { f.node.insecure = []string{"10.0.0.9:5000"} }, ""},
+		{"insecure registry as a URL", func(f *serverFlags) { f.node.insecure = []string{"http://10.0.0.9:5000"} }, "--insecure-registry"},
 		{"relative cgroup parent", func(f *serverFlags) { f.node.cgroupParent = "isle" }, "--cgroup-parent"},
 		{"root cgroup parent", func(f *serverFlags) { f.node.cgroupParent = "/" }, "--cgroup-parent"},
 		{"cluster CIDR too small", func(f *serverFlags) { f.node.clusterCIDR = "10.42.0.0/24" }, "--cluster-cidr"},

@@ -288,7 +288,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		acfg := cfg.Agent
 		acfg.Credential, acfg.Role, acfg.Address, acfg.DataDir = cred, gossip.RoleServer, cfg.Address.String(), cfg.DataDir
-		acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger = g, []string{cfg.APIAdvertise}, apiserver.KubeVersion, log
+		acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger, acfg.Registerer = g, []string{cfg.APIAdvertise}, apiserver.KubeVersion, log, reg
 		errc <- agent.Run(runCtx, acfg)
 	}()
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),

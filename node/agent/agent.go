@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,9 +93,14 @@ type Config struct {
 	// RegistryMirrors send image pulls of a registry host to another
 	// endpoint (containers.Config.Mirrors).
 	RegistryMirrors map[string]string
+	// InsecureRegistries are registries (host:port) spoken to in plain
+	// HTTP besides those on loopback.
+	InsecureRegistries []string
 	// ClusterCIDR is the range every node's pod CIDR comes from (the same
 	// on every board); invalid: 10.42.0.0/16.
 	ClusterCIDR netip.Prefix
+	// Registerer takes the agent's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Agent is a running node agent.
@@ -106,6 +112,7 @@ type Agent struct {
 	client  *rest.RESTClient
 	report  *nodeReport
 	pods    *pods.Manager // nil: the board runs no containers
+	net     *podNetwork   // nil: the board runs no containers
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -132,6 +139,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer rt.Close()
 		a.cfg.RuntimeVersion = "containerd://" + rt.Version()
+		if a.net, err = a.newPodNetwork(); err != nil {
+			return err
+		}
+		defer a.net.Close()
+		if cfg.Registerer != nil {
+			if err := cfg.Registerer.Register(a.net.Collector()); err != nil {
+				return fmt.Errorf("agent: pod network metrics: %w", err)
+			}
+		}
 	}
 	if a.report, err = newNodeReport(a.cfg, facts); err != nil {
 		return err
@@ -231,6 +247,13 @@ func (a *Agent) register(ctx context.Context) error {
 			n = updated
 		}
 	}
+	if a.net != nil && n.Spec.PodCIDR != "" {
+		// A board that restarts attaches its pods again before it
+		// watches its Node.
+		if err := a.net.setPodCIDR(n.Spec.PodCIDR); err != nil {
+			a.log.Error("agent: pod network", "err", err)
+		}
+	}
 	return a.postStatus(ctx, n)
 }
 
@@ -283,6 +306,11 @@ func (a *Agent) run(ctx context.Context) error {
 	for {
 		changed := a.cfg.Gossip.Changed()
 		a.saveServers()
+		if a.net != nil {
+			if err := a.net.SetPeers(peersOf(a.cfg.Gossip.Members(), name)); err != nil {
+				a.log.Warn("agent: routes to other boards' pods", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -304,6 +332,11 @@ func (a *Agent) run(ctx context.Context) error {
 }
 
 func (a *Agent) follow(ctx context.Context, n *corev1.Node) {
+	if a.net != nil && n.Spec.PodCIDR != "" {
+		if err := a.net.setPodCIDR(n.Spec.PodCIDR); err != nil {
+			a.log.Error("agent: pod network", "err", err)
+		}
+	}
 	if cidr := n.Spec.PodCIDR; cidr != "" && cidr != a.cfg.Gossip.Self().PodCIDR {
 		if err := a.cfg.Gossip.UpdateMeta(func(m *gossip.Meta) { m.PodCIDR = cidr }); err != nil {
 			a.log.Warn("agent: pod CIDR not announced", "err", err)

@@ -21,7 +21,7 @@ func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error)
 	}
 	cfg := containers.Config{Address: a.cfg.Containerd, Namespace: a.cfg.ContainerdNamespace,
 		FIFODir: filepath.Join(a.cfg.RunDir, "fifo"), RuncRoot: filepath.Join(a.cfg.RunDir, "runc"),
-		Mirrors: a.cfg.RegistryMirrors, OpenLog: pods.OpenLog(0, 0), Logger: a.log}
+		Mirrors: a.cfg.RegistryMirrors, InsecureRegistries: a.cfg.InsecureRegistries, OpenLog: pods.OpenLog(0, 0), Logger: a.log}
 	var rt *containers.Runtime
 	err := retry(ctx, a.log, "connect to containerd", func(ctx context.Context) error {
 		var err error
@@ -38,7 +38,11 @@ func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error)
 // startPods makes the pod manager of the board: it serves the streaming
 // server and the usage reports.
 func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
-	m, err := pods.New(pods.Config{NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
+	var network pods.Network = pods.LoopbackOnly{}
+	if a.net != nil {
+		network = a.net
+	}
+	m, err := pods.New(pods.Config{Network: network, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
 		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, Logger: a.log})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -16,6 +17,9 @@ const (
 	ActionKill      = "kill"      // pull the power: kill -9 of everything of the board
 	ActionPartition = "partition" // pull its LAN cable
 	ActionHeal      = "heal"      // plug it back
+	// ActionRestart: isle alone crashes (kill -9) and starts again, as
+	// after an upgrade; containerd and the containers keep running.
+	ActionRestart = "restart"
 )
 
 // Act performs action on the board called name of the island in dir.
@@ -64,6 +68,21 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 			return fmt.Errorf("island: board %s runs already (stop or kill it first)", b.Name)
 		}
 		err = boot(s, b, bin)
+	case ActionRestart:
+		if b.Down {
+			return fmt.Errorf("island: board %s is down (start it)", b.Name)
+		}
+		b.Isle.signal(syscall.SIGKILL)
+		for b.Isle.Alive() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		token := ""
+		if b != &s.Boards[0] {
+			if token, err = s.Token(); err != nil {
+				return err
+			}
+		}
+		err = startIsle(s, b, bin, token)
 	case ActionPartition, ActionHeal:
 		if b.Down {
 			return fmt.Errorf("island: board %s is down", b.Name)
@@ -71,7 +90,7 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 		b.Partitioned = action == ActionPartition
 		err = setPort(b.Name, !b.Partitioned)
 	default:
-		return fmt.Errorf("island: unknown action %q: want stop, start, kill, partition or heal", action)
+		return fmt.Errorf("island: unknown action %q: want stop, start, kill, restart, partition or heal", action)
 	}
 	if serr := s.save(); err == nil {
 		err = serr
@@ -81,7 +100,7 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%s: %s\n", b.Name, map[string]string{
 		ActionKill: "killed (everything of it, with kill -9) and off the LAN", ActionStop: "stopped and off the LAN",
-		ActionStart: "started", ActionPartition: "cut off the LAN", ActionHeal: "back on the LAN",
+		ActionStart: "started", ActionRestart: "isle restarted", ActionPartition: "cut off the LAN", ActionHeal: "back on the LAN",
 	}[action])
 	return nil
 }

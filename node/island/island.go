@@ -49,6 +49,9 @@ type Config struct {
 	Timeout time.Duration
 	// Out receives progress and the summary; default io.Discard.
 	Out io.Writer
+	// BoardFlags are more flags for every board's isle ("--pod-resync=2s");
+	// they are recorded, so restarted boards get them too.
+	BoardFlags []string
 }
 
 func (c *Config) validate() error {
@@ -79,6 +82,11 @@ func (c *Config) validate() error {
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
+	}
+	for _, f := range c.BoardFlags {
+		if !strings.HasPrefix(f, "--") {
+			return fmt.Errorf("island: --board-flag %q: want a flag of isle server and agent such as --pod-resync=2s", f)
+		}
 	}
 	return nil
 }
@@ -163,7 +171,7 @@ func Up(ctx context.Context, cfg Config) (*State, error) {
 
 // plan names the island's boards and addresses.
 func plan(cfg Config) *State {
-	s := &State{Dir: cfg.Dir, LAN: lan, Host: lan.Addr().Next(), VIP: nthAddr(lan, 10)}
+	s := &State{Dir: cfg.Dir, LAN: lan, Host: lan.Addr().Next(), VIP: nthAddr(lan, 10), BoardFlags: cfg.BoardFlags}
 	for i := 1; i <= cfg.Servers+cfg.Agents; i++ {
 		role := RoleServer
 		if i > cfg.Servers {
@@ -271,6 +279,7 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
 	}
+	args = append(args, s.BoardFlags...)
 	switch {
 	case token != "":
 		args = append(args, "--join", s.Boards[0].Addr.String(), "--token", token)
@@ -359,7 +368,7 @@ Registry: %s (boards pull %s/NAME:TAG from it)
   export KUBECONFIG=%s
   kubectl get nodes -o wide
   ip netns exec isle-pi1 sh            # a shell on board pi1
-  isle board kill|stop|start|partition|heal NAME --dir %s
+  isle board kill|stop|start|restart|partition|heal NAME --dir %s
   isle down --dir %s
 `, s.APIServer(), s.RegistryAddr(), RegistryHost, s.Kubeconfig(), s.Dir, s.Dir)
 }

@@ -29,6 +29,8 @@ type State struct {
 	VIP      netip.Addr `json:"vip"`
 	Registry Proc       `json:"registry"`
 	Boards   []Board    `json:"boards"`
+	// BoardFlags are more flags every board's isle gets.
+	BoardFlags []string `json:"boardFlags,omitempty"`
 }
 
 // Board is one simulated board.
