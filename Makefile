@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file
 
-.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -78,6 +78,9 @@ bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, id
 
 bench-agent: setup build ## one agent board on a real containerd: pod start latency (bound to Running) over 50 pods, agent RSS and idle CPU with them
 	$(GO) run ./node/agentbench -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)
+
+bench-network: setup build ## an island of 3 servers and 2 agents: isle up time, TCP throughput and round trips pod to pod against board to board (TRIALS=5 DURATION=5s)
+	$(GO) run ./node/netbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle

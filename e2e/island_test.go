@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,6 +87,26 @@ func (i *testIsland) down(t *testing.T) {
 	if out, err := exec.Command(i.bin, "down", "--dir", i.dir).CombinedOutput(); err != nil {
 		t.Errorf("isle down: %v\n%s", err, out)
 	}
+}
+
+// killIsle kills (kill -9) the isle of a board, and nothing else of it.
+func (i *testIsland) killIsle(t *testing.T, name string) {
+	t.Helper()
+	s, err := island.Load(i.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Board(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Isle.Alive() {
+		t.Fatalf("%s's isle is not running", name)
+	}
+	if err := syscall.Kill(b.Isle.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, name+"'s isle gone", func() bool { return !b.Isle.Alive() })
 }
 
 // board runs `isle board ACTION NAME`.

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,85 +16,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
-	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/island"
 )
 
-// podBoard is one server board running pods through a containerd of the
-// test's own, with a registry on loopback holding the test images.
+// podBoard is an island whose board `node` runs the test's pods: the
+// server itself (pi1), or an agent (pi2) beside it. The island's registry
+// holds the test images.
 type podBoard struct {
-	c        *storeCluster
+	isl      *testIsland
 	kubectl  *kubectlRunner
-	registry string
+	registry string // the name images on the island's registry go by
 	busybox  string // image reference
 	hello    string // the tutorial's app, with busybox beside it
-	runDir   string
 	node     string // the board running the pods
-	agent    *board // that board, when it is not the server
 }
 
-func startPodBoard(t *testing.T, extra ...string) *podBoard {
+func startPodBoard(t *testing.T, boardFlags ...string) *podBoard {
 	t.Helper()
-	return startPods(t, false, extra...)
+	return startPods(t, false, boardFlags...)
 }
 
-// startPods starts a board running pods: the server itself, or (onAgent)
-// an agent board "a1" beside a server that runs none.
-func startPods(t *testing.T, onAgent bool, extra ...string) *podBoard {
+// startPods starts an island of one server, and (onAgent) an agent
+// board, whose isle gets boardFlags.
+func startPods(t *testing.T, onAgent bool, boardFlags ...string) *podBoard {
 	t.Helper()
-	bin := isleBinary(t)
-	sock := ctrtest.Containerd(t)
-	reg := ctrtest.Registry(t, "")
-	bb := ctrtest.Busybox(t)
-	busybox := ctrtest.Push(t, reg, "isle/busybox:1", bb, nil)
-	helloImg := ctrtest.Busybox(t)
-	helloImg.Files["/usr/bin/hello"] = ctrtest.File{Data: ctrtest.GoBinary(t, "github.com/isle-cluster/isle/deploy/hello"), Mode: 0o755}
-	helloImg.Entrypoint, helloImg.Cmd = []string{"/usr/bin/hello"}, nil
-	hello := ctrtest.Push(t, reg, "isle/hello:1.0", helloImg, nil)
-	runDir, err := os.MkdirTemp("", "islerun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	podArgs := append([]string{"--containerd", sock, "--containerd-namespace", "isle-e2e", "--run-dir", runDir,
-		"--stream-port", strconv.Itoa(freePort(t)), "--pod-resync", "2s"}, extra...)
-	pb := &podBoard{registry: reg, busybox: busybox, hello: hello, runDir: runDir, node: "pi1"}
+	agents, node := 0, "pi1"
 	if onAgent {
-		pb.c = startStore(t, bin, 1)
-		srv := pb.c.members[0]
-		tok, err := os.ReadFile(filepath.Join(srv.dir, "token"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pb.node = "a1"
-		pb.agent = &board{name: "a1", role: "agent", addr: "127.0.0.1", bin: bin, dir: t.TempDir(),
-			logPath: filepath.Join(t.TempDir(), "a1.log")}
-		pb.agent.args = append([]string{"--name", "a1", "--address", "127.0.0.1", "--data-dir", pb.agent.dir,
-			"--gossip-port", strconv.Itoa(freePort(t)), "--join", srv.gossipAddr(), "--token", strings.TrimSpace(string(tok))}, podArgs...)
-		pb.agent.start(t)
-	} else {
-		pb.c = startStore(t, bin, 1, podArgs...)
+		agents, node = 1, "pi2"
 	}
-	t.Cleanup(func() {
-		// What the agent leaves when it is killed, not stopped: its pods'
-		// network namespaces and volume mounts (before its data directory
-		// is removed).
-		dir := pb.c.members[0].dir
-		if pb.agent != nil {
-			pb.agent.kill(t)
-			dir = pb.agent.dir
-			if t.Failed() {
-				t.Logf("--- a1 log (tail) ---\n%s", pb.agent.logTail())
-			}
-		}
-		pb.c.members[0].kill(t)
-		ctrtest.UnmountUnder(dir)
-		if ents, err := os.ReadDir(filepath.Join(runDir, "netns")); err == nil {
-			for _, e := range ents {
-				_ = netns.Delete(filepath.Join(runDir, "netns", e.Name()))
-			}
-		}
-		_ = os.RemoveAll(runDir)
-	})
-	pb.kubectl = newKubectl(t, bin, pb.c.members[0])
+	isl := startIsland(t, 1, agents, append([]string{"--pod-resync=2s"}, boardFlags...)...)
+	pb := &podBoard{isl: isl, kubectl: isl.kubectl, registry: island.RegistryHost, busybox: isl.busybox, hello: isl.hello, node: node}
 	pb.waitNodeReady(t)
 	return pb
 }
@@ -161,21 +109,11 @@ func (b *podBoard) apply(t *testing.T, manifest string) {
 
 // get fetches url from inside a pod's network namespace.
 func (b *podBoard) get(uid, url string) (string, error) {
-	tr := &http.Transport{DialContext: netns.Dialer(filepath.Join(b.runDir, "netns", uid)), DisableKeepAlives: true}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return string(body), fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(body), err
+	return httpGet(filepath.Join(b.isl.dir, b.node, "run", "netns", uid), url)
 }
+
+// nodeIP is the address of the board running the pods.
+func (b *podBoard) nodeIP() string { return b.isl.boardAddr(b.node) }
 
 // TestHelloPod: a single board runs the tutorial's hello app: pulled from
 // the registry, started, probed Ready, serving, logging.
@@ -201,7 +139,8 @@ spec:
 	})
 	cs := p.Status.ContainerStatuses
 	if len(cs) != 1 || cs[0].State.Running == nil || cs[0].RestartCount != 0 || !strings.HasPrefix(cs[0].ContainerID, "containerd://") ||
-		!strings.Contains(cs[0].ImageID, "@sha256:") || p.Status.StartTime == nil || p.Status.HostIP != "127.0.0.1" {
+		!strings.Contains(cs[0].ImageID, "@sha256:") || p.Status.StartTime == nil || p.Status.HostIP != b.nodeIP() ||
+		!strings.HasPrefix(p.Status.PodIP, "10.42.") {
 		t.Fatalf("status of a running hello: %+v", p.Status)
 	}
 	body, err := b.get(string(p.UID), "http://127.0.0.1:8080/hello")
@@ -509,7 +448,7 @@ func TestAgentRestart(t *testing.T) {
 kind: Pod
 metadata: {name: hello}
 spec:
-  nodeSelector: {kubernetes.io/hostname: a1}
+  nodeSelector: {kubernetes.io/hostname: pi2}
   containers:
   - name: hello
     image: %s
@@ -521,7 +460,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: doomed}
 spec:
-  nodeSelector: {kubernetes.io/hostname: a1}
+  nodeSelector: {kubernetes.io/hostname: pi2}
   terminationGracePeriodSeconds: 2
   containers:
   - {name: c, image: %s, command: [sleep, "3600"]}
@@ -538,23 +477,22 @@ spec:
 		t.Fatal("hello does not answer in its pod")
 	}
 
-	// The agent dies; a pod is deleted meanwhile.
-	b.agent.kill(t)
+	// The agent's isle dies (kill -9); a pod is deleted meanwhile.
+	b.isl.killIsle(t, "pi2")
 	if !serving() {
 		t.Fatal("hello stopped answering when its agent was killed")
 	}
 	if out, errOut, err := b.kubectl.run("", "delete", "pod", "doomed", "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete pod doomed: %v\n%s%s", err, out, errOut)
 	}
-	// Every server goes too.
-	srv := b.c.members[0]
-	srv.kill(t)
+	// The server goes too.
+	b.isl.killIsle(t, "pi1")
 	time.Sleep(2 * time.Second)
 	if !serving() {
 		t.Fatal("hello stopped answering without any server")
 	}
-	srv.start(t)
-	b.agent.start(t)
+	b.isl.board(t, "restart", "pi1")
+	b.isl.board(t, "restart", "pi2")
 	b.waitNodeReady(t)
 
 	after := b.waitPod(t, "hello", 60*time.Second, "Running and Ready after the restarts", running)
@@ -570,7 +508,7 @@ spec:
 		_, errOut, err := b.kubectl.run("", "get", "pod", "doomed")
 		return err != nil && strings.Contains(errOut, "NotFound")
 	})
-	if ents, _ := os.ReadDir(filepath.Join(b.runDir, "netns")); len(ents) != 1 {
+	if ents, _ := os.ReadDir(filepath.Join(b.isl.dir, "pi2", "run", "netns")); len(ents) != 1 {
 		t.Fatalf("network namespaces left: %d, want 1 (hello's)", len(ents))
 	}
 }
@@ -579,7 +517,10 @@ spec:
 // signal on deletion, a private registry through imagePullSecrets,
 // kubectl attach, and a local-path volume whose data goes with its claim.
 func TestPodSpecs(t *testing.T) {
-	b := startPodBoard(t)
+	// The private registry is on the island's LAN, beside its own, in
+	// plain HTTP.
+	const privateAddr = "10.77.0.1:5001"
+	b := startPodBoard(t, "--insecure-registry="+privateAddr)
 	bb := b.busybox
 	host := t.TempDir()
 	// A registry asking for a password, holding an image only there.
@@ -591,7 +532,7 @@ func TestPodSpecs(t *testing.T) {
 	if err := os.WriteFile(htpasswd, []byte("puller:"+string(hash)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	private := ctrtest.Registry(t, htpasswd)
+	private := ctrtest.RegistryAt(t, privateAddr, htpasswd)
 	secretImg := ctrtest.Push(t, private, "isle/secret:1", ctrtest.Busybox(t), &ctrtest.Auth{Username: "puller", Password: "p4ss"})
 	b.kubectl.ok(t, "create", "secret", "docker-registry", "regcred", "--docker-server="+private, "--docker-username=puller", "--docker-password=p4ss")
 
@@ -719,7 +660,7 @@ spec:
 		t.Parallel()
 		b.waitPod(t, "writer", 60*time.Second, "Running", isRunning)
 		pv := b.kubectl.ok(t, "get", "pvc", "data", "-o", "jsonpath={.spec.volumeName}")
-		dir := filepath.Join("/var/lib/isle/storage", pv+"_default_data")
+		dir := filepath.Join(b.isl.dir, b.node, "data", "storage", pv+"_default_data")
 		waitFor(t, 10*time.Second, "the file in the volume's directory", func() bool {
 			got, err := os.ReadFile(filepath.Join(dir, "f"))
 			return err == nil && string(got) == "kept\n"

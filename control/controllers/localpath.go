@@ -53,8 +53,12 @@ const (
 	// LocalPathCleanupFinalizer holds a deleted local-path volume until its
 	// node has removed its directory.
 	LocalPathCleanupFinalizer = "isle.dev/local-path-cleanup"
-	// localPathRoot is the directory of local-path volumes on every node.
+	// localPathRoot is the directory of local-path volumes on a node that
+	// does not name its own with annLocalPathRoot.
 	localPathRoot = "/var/lib/isle/storage"
+	// annLocalPathRoot on a Node names the directory of its local-path
+	// volumes (its agent's DATA-DIR/storage; node/agent sets it).
+	annLocalPathRoot = "isle.dev/local-path-root"
 	// localPathClass is the name of isle's default StorageClass.
 	localPathClass = "local-path"
 )
@@ -184,11 +188,20 @@ func localPathVolume(name string, claim *corev1.PersistentVolumeClaim, class *st
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}},
 			}}}},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
-				Path: path.Join(localPathRoot, name+"_"+claim.Namespace+"_"+claim.Name), Type: &dirType}},
+				Path: path.Join(nodeLocalPathRoot(node), name+"_"+claim.Namespace+"_"+claim.Name), Type: &dirType}},
 		},
 	}
 	if reclaim == corev1.PersistentVolumeReclaimDelete {
 		pv.Finalizers = []string{LocalPathCleanupFinalizer}
 	}
 	return pv
+}
+
+// nodeLocalPathRoot is where the node keeps its local-path volumes: the
+// directory it announces, if it is a clean absolute path, or the default.
+func nodeLocalPathRoot(node *corev1.Node) string {
+	if r := node.Annotations[annLocalPathRoot]; path.IsAbs(r) && path.Clean(r) == r && r != "/" {
+		return r
+	}
+	return localPathRoot
 }

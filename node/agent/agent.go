@@ -215,10 +215,7 @@ func (a *Agent) register(ctx context.Context) error {
 	err := a.client.Get().Resource("nodes").Name(name).Do(ctx).Into(n)
 	switch {
 	case apierrors.IsNotFound(err):
-		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-		if a.facts.Model != "" {
-			n.Annotations = map[string]string{AnnotationModel: a.facts.Model}
-		}
+		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: a.annotations()}}
 		created := &corev1.Node{}
 		if err = a.client.Post().Resource("nodes").Body(n).Do(ctx).Into(created); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create Node %s: %w", name, err)
@@ -239,10 +236,18 @@ func (a *Agent) register(ctx context.Context) error {
 				n.Labels[k], changed = v, true
 			}
 		}
+		for k, v := range a.annotations() {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			if cur, ok := n.Annotations[k]; !ok || cur != v {
+				n.Annotations[k], changed = v, true
+			}
+		}
 		if changed {
 			updated := &corev1.Node{}
 			if err = a.client.Put().Resource("nodes").Name(name).Body(n).Do(ctx).Into(updated); err != nil {
-				return fmt.Errorf("update Node %s labels: %w", name, err)
+				return fmt.Errorf("update Node %s labels and annotations: %w", name, err)
 			}
 			n = updated
 		}
@@ -255,6 +260,16 @@ func (a *Agent) register(ctx context.Context) error {
 		}
 	}
 	return a.postStatus(ctx, n)
+}
+
+// annotations are what the board says of itself on its Node: its model,
+// and where its local-path volumes go.
+func (a *Agent) annotations() map[string]string {
+	out := map[string]string{AnnotationLocalPathRoot: pods.LocalPathRoot(a.cfg.DataDir)}
+	if a.facts.Model != "" {
+		out[AnnotationModel] = a.facts.Model
+	}
+	return out
 }
 
 // postStatus writes the agent's view of n's status if it differs.

@@ -26,6 +26,10 @@ const (
 	LabelArchBeta   = "beta.kubernetes.io/arch"
 	LabelOSBeta     = "beta.kubernetes.io/os"
 	AnnotationModel = "isle.dev/board-model"
+	// AnnotationLocalPathRoot is the directory of the board's local-path
+	// volumes (DATA-DIR/storage), where the control plane provisions them
+	// (control/controllers/localpath.go).
+	AnnotationLocalPathRoot = "isle.dev/local-path-root"
 )
 
 const (

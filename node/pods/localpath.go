@@ -20,10 +20,11 @@ import (
 // control/controllers/localpath.go): a deleted volume of this node with
 // the cleanup finalizer has its directory removed here, then the
 // finalizer.
-const (
-	localPathFinalizer = "isle.dev/local-path-cleanup"
-	localPathRoot      = "/var/lib/isle/storage"
-)
+const localPathFinalizer = "isle.dev/local-path-cleanup"
+
+// LocalPathRoot is the directory of the local-path volumes of a board
+// with the data directory dataDir; the agent announces it on its Node.
+func LocalPathRoot(dataDir string) string { return filepath.Join(dataDir, "storage") }
 
 // cleanLocalPaths watches the volumes and cleans up this node's deleted
 // local-path volumes.
@@ -55,8 +56,9 @@ func (m *Manager) cleanLocalPath(ctx context.Context, pv *corev1.PersistentVolum
 		return fmt.Errorf("volume %s has the cleanup finalizer but no hostPath", pv.Name)
 	}
 	dir := filepath.Clean(pv.Spec.HostPath.Path)
-	if filepath.Dir(dir) != localPathRoot || strings.HasPrefix(filepath.Base(dir), ".") {
-		return fmt.Errorf("volume %s: path %q is not a directory of %s: not removed", pv.Name, pv.Spec.HostPath.Path, localPathRoot)
+	root := LocalPathRoot(m.cfg.DataDir)
+	if filepath.Dir(dir) != root || strings.HasPrefix(filepath.Base(dir), ".") {
+		return fmt.Errorf("volume %s: path %q is not a directory of %s: not removed", pv.Name, pv.Spec.HostPath.Path, root)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("volume %s: %w", pv.Name, err)

@@ -16,14 +16,20 @@ import (
 // asks for basic authentication.
 func Registry(t testing.TB, htpasswd string) string {
 	t.Helper()
-	Require(t, "docker-registry")
-	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
+	return RegistryAt(t, addr, htpasswd)
+}
+
+// RegistryAt is Registry listening on addr (host:port).
+func RegistryAt(t testing.TB, addr, htpasswd string) string {
+	t.Helper()
+	Require(t, "docker-registry")
+	dir := t.TempDir()
 	auth := ""
 	if htpasswd != "" {
 		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: isle-test\n    path: %s\n", htpasswd)
