@@ -13,7 +13,7 @@ OUT     ?= out
 # Unit tests (no built binary needed): everything but e2e.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file
+APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq
 
 .PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network demo demo-down lint clean
 
@@ -54,11 +54,12 @@ test-unit:
 test-e2e: build ## whole-binary tests against out/isle
 	ISLE_BIN=$(CURDIR)/$(OUT)/isle $(GO) test -count=1 -timeout 20m ./e2e/...
 
-# The pod tests again, against an isle built with the race detector that
-# exits at the first race: the agent's goroutines under real traffic.
+# The pod and Pod network tests again, against an isle built with the race
+# detector that exits at the first race: the agent's goroutines under real
+# traffic.
 test-e2e-race:
 	$(GO) build -race -o $(OUT)/isle-race ./cmd/isle
-	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart' ./e2e/...
+	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork' ./e2e/...
 
 # One package at a time (-p 1): emulated, two packages of controller tests
 # on two cores starve each other past the tests' deadlines.
@@ -88,10 +89,10 @@ bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl
 bench-scheduler: setup build ## one isle server: 5,000 pending Pods placed on 100 Nodes, a 100-replica Deployment bound, raft writes per Pod
 	$(GO) run ./control/scheduler/schedbench -isle $(OUT)/isle
 
-demo: setup build ## start a three-member store on loopback and show it working; installs what it needs
+demo: setup build ## a whole cluster on this machine (isle up: 3 servers, 2 agents), the hello app spread over it; installs what it needs
 	./deploy/demo.sh start
 
-demo-down: ## stop the demo store
+demo-down: ## remove the demo's island (isle down)
 	./deploy/demo.sh stop
 
 clean:

@@ -152,7 +152,7 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 
 	t.Run("apply prints created then unchanged then configured", func(t *testing.T) {
 		out := k.ok(t, "apply", "-f", hello)
-		for _, obj := range []string{"deployment.apps/hello", "service/hello", "ingress.networking.k8s.io/hello",
+		for _, obj := range []string{"deployment.apps/hello", "deployment.apps/hello-counter", "service/hello", "ingress.networking.k8s.io/hello",
 			"persistentvolumeclaim/hello-data", "horizontalpodautoscaler.autoscaling/hello"} {
 			mustMatch(t, "first apply", out, regexp.QuoteMeta(obj)+" created")
 		}
