@@ -109,6 +109,15 @@ func (i *testIsland) killIsle(t *testing.T, name string) {
 	waitFor(t, 10*time.Second, name+"'s isle gone", func() bool { return !b.Isle.Alive() })
 }
 
+func (i *testIsland) boardList(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(i.bin, "board", "list", "--dir", i.dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("isle board list: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
 // board runs `isle board ACTION NAME`.
 func (i *testIsland) board(t *testing.T, action, name string) {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,6 +73,17 @@ spec:
 		return nil
 	}
 
+	t.Run("a second isle up says so and changes nothing", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "second")
+		out, err := exec.Command(isl.bin, "up", "--dir", other).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "an island already runs on this machine (its directory: "+isl.dir+")") {
+			t.Fatalf("second isle up: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(other); err == nil {
+			t.Errorf("the second isle up made %s", other)
+		}
+		mustMatch(t, "board list after the second up", isl.boardList(t), `(?m)^pi1 +server +10\.77\.0\.11 +up +pid \d+`, `(?m)^pi3 +agent +10\.77\.0\.13 +up +pid \d+`)
+	})
 	t.Run("pod to pod across boards, TCP", func(t *testing.T) {
 		if err := hello(isl.podNetns(a), b.Status.PodIP); err != nil {
 			t.Fatal(err)
@@ -416,3 +428,29 @@ func checkNothingLeft(t *testing.T, dir string, before hostSnapshot) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestIslandPrerequisites: isle up names each missing prerequisite on a
+// line of its own, with its fix, and makes nothing.
+func TestIslandPrerequisites(t *testing.T) {
+	requireRoot(t)
+	bin := isleBinary(t)
+	dir := filepath.Join(t.TempDir(), "island")
+	cmd := exec.Command(bin, "up", "--dir", dir)
+	cmd.Env = append(os.Environ(), "PATH=/nonexistent")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("isle up without containerd, runc and docker-registry in PATH succeeded:\n%s", out)
+	}
+	mustMatch(t, "isle up without the programs", string(out), `(?m)^  no containerd in PATH: apt-get install containerd$`,
+		`(?m)^  no runc in PATH: apt-get install runc$`, `(?m)^  no docker-registry in PATH: apt-get install docker-registry$`)
+	cmd = exec.Command(bin, "up", "--dir", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err = cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("isle up as nobody succeeded:\n%s", out)
+	}
+	mustMatch(t, "isle up as nobody", string(out), `(?m)^  not root: .*run it as root \(sudo isle up\)$`)
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("isle up without its prerequisites made %s", dir)
+	}
+}
