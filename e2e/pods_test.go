@@ -61,15 +61,7 @@ func (b *podBoard) waitNodeReady(t *testing.T) {
 // pod reads a pod.
 func (b *podBoard) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	out, errOut, err := b.kubectl.run("", "get", "pod", name, "-o", "json")
-	if err != nil {
-		t.Fatalf("kubectl get pod %s: %v: %s", name, err, errOut)
-	}
-	p := &corev1.Pod{}
-	if err := json.Unmarshal([]byte(out), p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return b.isl.pod(t, name)
 }
 
 // waitPod waits until cond holds for the pod, showing it on failure.

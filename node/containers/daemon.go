@@ -20,3 +20,25 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
   path = %q
 `, filepath.Join(dir, "root"), state, socket, filepath.Join(dir, "opt"))
 }
+
+// RegistryConfig is the configuration of Debian's docker-registry
+// (distribution 2.8) serving from the directory data on addr (host:port)
+// in plain HTTP, with basic authentication from htpasswd (a file of bcrypt
+// entries) if it is set.
+func RegistryConfig(data, addr, htpasswd string) []byte {
+	auth := ""
+	if htpasswd != "" {
+		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: isle\n    path: %s\n", htpasswd)
+	}
+	return fmt.Appendf(nil, `version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+http:
+  addr: %s
+%s`, data, addr, auth)
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/volumes"
 )
 
 // Defaults of an island.
@@ -61,6 +62,9 @@ func (c *Config) validate() error {
 	d, err := filepath.Abs(c.Dir)
 	if err != nil {
 		return fmt.Errorf("island: --dir %q: %w", c.Dir, err)
+	}
+	if d == "/" {
+		return errors.New("island: --dir /: want a directory of the island's own")
 	}
 	c.Dir = d
 	if c.Servers == 0 {
@@ -207,19 +211,9 @@ func startRegistry(s *State) error {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("island: registry: %w", err)
 	}
-	config := fmt.Sprintf(`version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-http:
-  addr: %s
-`, filepath.Join(dir, "data"), s.RegistryAddr())
+	config := containers.RegistryConfig(filepath.Join(dir, "data"), s.RegistryAddr(), "")
 	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, config, 0o644); err != nil {
 		return fmt.Errorf("island: registry: %w", err)
 	}
 	p, err := start("", filepath.Join(dir, "registry.log"), "docker-registry", "serve", cfgPath)
@@ -413,7 +407,7 @@ func Down(dir string, out io.Writer) error {
 	if err := removeLAN(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := unmountUnder(dir); err != nil {
+	if err := volumes.UnmountUnder(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -461,7 +455,7 @@ func powerOff(s *State, b *Board) error {
 			}
 		}
 	}
-	if err := unmountUnder(s.boardDir(b.Name)); err != nil {
+	if err := volumes.UnmountUnder(s.boardDir(b.Name)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(s.runDir(b)); err != nil {

@@ -1,7 +1,6 @@
 package island
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -169,48 +168,4 @@ func procsIn(inodes map[uint64]bool) []int {
 		}
 	}
 	return pids
-}
-
-// unmountUnder lazily unmounts everything mounted below dir (containers'
-// root filesystems, pods' volumes and namespaces), deepest first.
-func unmountUnder(dir string) error {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return fmt.Errorf("island: %w", err)
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(unescapeMount(f[4]), dir+"/") {
-			points = append(points, unescapeMount(f[4]))
-		}
-	}
-	var errs []error
-	for i := len(points) - 1; i >= 0; i-- {
-		if err := unix.Unmount(points[i], unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", points[i], err))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("island: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
 // Role of a board.
@@ -78,38 +80,10 @@ func (s *State) save() error {
 	if err != nil {
 		return fmt.Errorf("island: state: %w", err)
 	}
-	path := filepath.Join(s.Dir, stateFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(s.Dir, stateFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("island: state: %w", err)
 	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(s.Dir)
-	}
-	if err != nil {
-		return fmt.Errorf("island: state %s: %w", path, err)
-	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // ErrNoIsland is returned when a directory holds no island.
@@ -138,7 +112,7 @@ func Load(dir string) (*State, error) {
 // check refuses a state that names things the island would not make: its
 // names go into paths and link names, and its PIDs get signals.
 func (s *State) check(dir string) error {
-	if s.Dir != dir {
+	if s.Dir != dir || dir == "/" {
 		return fmt.Errorf("made for directory %s, found in %s", s.Dir, dir)
 	}
 	if !s.LAN.IsValid() || !s.LAN.Contains(s.Host) {

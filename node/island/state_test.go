@@ -134,12 +134,3 @@ func TestProcIdentity(t *testing.T) {
 		t.Error("the zero Proc is alive")
 	}
 }
-
-func TestUnescapeMount(t *testing.T) {
-	if got := unescapeMount(`/tmp/a\040b/c`); got != "/tmp/a b/c" {
-		t.Errorf("unescape: %q", got)
-	}
-	if got := unescapeMount(`/plain`); got != "/plain" {
-		t.Errorf("unescape: %q", got)
-	}
-}

@@ -90,7 +90,7 @@ func newManager(t *testing.T, src Sources) (*Manager, *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	t.Cleanup(func() {
-		if err := unmountUnder(dir); err != nil && os.Geteuid() == 0 {
+		if err := UnmountUnder(dir); err != nil && os.Geteuid() == 0 {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -142,7 +142,7 @@ func needMounts(t *testing.T) {
 		}
 		defer os.Remove(dir)
 		if mountErr = mountTmpfs(dir, "size=64k", false); mountErr == nil {
-			mountErr = unmountUnder(dir)
+			mountErr = UnmountUnder(dir)
 		}
 	})
 	if mountErr == nil {

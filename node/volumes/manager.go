@@ -233,7 +233,7 @@ func (m *Manager) Teardown(uid types.UID) error {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := unmountUnder(dir); err != nil {
+	if err := UnmountUnder(dir); err != nil {
 		return fmt.Errorf("volumes: teardown of pod %s: %w", uid, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

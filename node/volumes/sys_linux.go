@@ -52,9 +52,9 @@ func isTmpfs(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// unmountUnder detaches every mount on dir or below it, deepest first,
+// UnmountUnder detaches every mount on dir or below it, deepest first,
 // and checks that none is left.
-func unmountUnder(dir string) error {
+func UnmountUnder(dir string) error {
 	points, err := mountsUnder(dir)
 	if err != nil {
 		return err

@@ -13,6 +13,6 @@ var errNotLinux = fmt.Errorf("volumes: %w: mounts need Linux", errors.ErrUnsuppo
 
 func mountTmpfs(dir, opts string, hardened bool) error        { return errNotLinux }
 func isTmpfs(dir string) (bool, error)                        { return false, errNotLinux }
-func unmountUnder(dir string) error                           { return errNotLinux }
+func UnmountUnder(dir string) error                           { return errNotLinux }
 func diskUsage(dir string) (int64, error)                     { return 0, errNotLinux }
 func bindSubPath(root, sub, target string, create bool) error { return errNotLinux }

@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/namespaces"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/volumes"
 )
 
 // Require fails (in CI) or skips (elsewhere) a test when the machine
@@ -151,21 +152,7 @@ func stopShims(dir string) {
 // UnmountUnder lazily unmounts whatever is still mounted below dir
 // (rootfs overlays, pods' volumes, network namespaces left by a killed
 // process), deepest first.
-func UnmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
-}
+func UnmountUnder(dir string) { _ = volumes.UnmountUnder(dir) }
 
 func tail(b []byte, n int) []byte {
 	if len(b) > n {

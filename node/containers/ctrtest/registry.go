@@ -1,13 +1,14 @@
 package ctrtest
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/node/containers"
 )
 
 // Registry starts Debian's docker-registry (distribution 2.8) on a free
@@ -30,23 +31,9 @@ func RegistryAt(t testing.TB, addr, htpasswd string) string {
 	t.Helper()
 	Require(t, "docker-registry")
 	dir := t.TempDir()
-	auth := ""
-	if htpasswd != "" {
-		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: isle-test\n    path: %s\n", htpasswd)
-	}
-	config := fmt.Sprintf(`version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-http:
-  addr: %s
-%s`, filepath.Join(dir, "data"), addr, auth)
+	config := containers.RegistryConfig(filepath.Join(dir, "data"), addr, htpasswd)
 	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, config, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logf, err := os.Create(filepath.Join(dir, "registry.log"))
