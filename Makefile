@@ -77,7 +77,7 @@ bench-store: setup build ## isle vs etcd: 3 members each on loopback, 1/16/64 wr
 bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, idle disk writes, gossip traffic (IDLE=10m TRIALS=20)
 	$(GO) run ./node/membench -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
 
-bench-agent: setup build ## one agent board on a real containerd: pod start latency (bound to Running) over 50 pods, agent RSS and idle CPU with them
+bench-agent: setup build ## an island of a server and an agent board: pod start latency (bound to Running) over 50 pods on the agent, its RSS and idle CPU with them
 	$(GO) run ./node/agentbench -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)
 
 bench-network: setup build ## an island of 3 servers and 2 agents: isle up time, TCP throughput and round trips pod to pod against board to board (TRIALS=5 DURATION=5s)

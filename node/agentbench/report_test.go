@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReport(t *testing.T) {
+	var lat []time.Duration
+	for i := 50; i >= 1; i-- { // unsorted: the report sorts
+		lat = append(lat, time.Duration(i)*25*time.Millisecond)
+	}
+	r := results{pods: 50, interval: 200 * time.Millisecond, board: "pi2", pull: 1234567 * time.Microsecond, latencies: lat,
+		before:  memory{rss: 15 << 20},
+		with:    memory{rss: 25 << 20, peak: 26 << 20, anon: 10 << 20, file: 15 << 20},
+		idleCPU: 0.0123}
+	var b strings.Builder
+	r.table().write(&b)
+	want := `| measure                             | isle       | target                       |        |
+|-------------------------------------|------------|------------------------------|--------|
+| pod start, bound → Running, p50     | 625ms      |                              |        |
+| pod start, bound → Running, p99     | 1.25s      | ≤ 1s (kubelet SLO 5s)        | MISSED |
+| pod start, max                      | 1.25s      |                              |        |
+| first pod, pulling the image        | 1.235s     |                              |        |
+| agent RSS with 50 pods              | 25.0 MiB   | ≤ 24 MiB (k3s agent ~270 MB) | MISSED |
+|   of which anonymous (heap, stacks) | 10.0 MiB   |                              |        |
+|   of which file-backed (the binary) | 15.0 MiB   |                              |        |
+| agent peak RSS (VmHWM)              | 26.0 MiB   |                              |        |
+| agent RSS with no pods              | 15.0 MiB   |                              |        |
+| agent CPU at idle with 50 pods      | 1.23% core |                              |        |
+`
+	if b.String() != want {
+		t.Errorf("report:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestReportHolds(t *testing.T) {
+	r := results{pods: 1, latencies: []time.Duration{300 * time.Millisecond}, with: memory{rss: 20 << 20}}
+	var b strings.Builder
+	r.table().write(&b)
+	if n := strings.Count(b.String(), "holds"); n != 2 {
+		t.Errorf("report has %d holds, want 2 (start p99, RSS):\n%s", n, b.String())
+	}
+	if strings.Contains(b.String(), "MISSED") {
+		t.Errorf("report misses a target:\n%s", b.String())
+	}
+}
+
+func TestPct(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		var ds []time.Duration
+		for _, x := range n {
+			ds = append(ds, time.Duration(x)*time.Millisecond)
+		}
+		return ds
+	}
+	for _, c := range []struct {
+		name   string
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"one", ms(7), 0.99, 7 * time.Millisecond},
+		{"median of four", ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{"p99 of 100 is the 99th", ms(seq(100)...), 0.99, 99 * time.Millisecond},
+		{"p99 of 50 is the max", ms(seq(50)...), 0.99, 50 * time.Millisecond},
+	} {
+		if got := pct(c.sorted, c.q); got != c.want {
+			t.Errorf("%s: pct = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i + 1
+	}
+	return s
+}
