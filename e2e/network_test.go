@@ -249,6 +249,35 @@ spec:
 			return hello(isl.podNetns(a), b2.Status.PodIP) == nil
 		})
 	})
+	t.Run("isle uninstall removes a board's Pod network", func(t *testing.T) {
+		isl.killIsle(t, "pi3")
+		dir := filepath.Join(isl.dir, "pi3")
+		out, err := exec.Command("nsenter", "--net="+boardNetns("pi3"), isl.bin, "uninstall",
+			"--data-dir", filepath.Join(dir, "data"), "--run-dir", filepath.Join(dir, "run")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("isle uninstall: %v\n%s", err, out)
+		}
+		mustMatch(t, "isle uninstall", string(out), `the Pod network is removed`, `\d+ pods' network namespaces removed`)
+		if links := ipOut(t, "-n", "isle-pi3", "-o", "link"); strings.Contains(links, "isle0") || strings.Contains(links, "veth") {
+			t.Errorf("links left on pi3:\n%s", links)
+		}
+		if routes := ipOut(t, "-n", "isle-pi3", "route", "show", "proto", "73"); strings.TrimSpace(routes) != "" {
+			t.Errorf("isle's routes left on pi3:\n%s", routes)
+		}
+		if tables, err := exec.Command("nsenter", "--net="+boardNetns("pi3"), "nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(tables), "isle-podnet") {
+			t.Errorf("nftables tables on pi3: %v\n%s", err, tables)
+		}
+		if ns, _ := filepath.Glob(filepath.Join(dir, "run", "netns", "*")); len(ns) > 0 {
+			for _, p := range ns {
+				if ok, _ := netns.Exists(p); ok {
+					t.Errorf("pod namespace left: %s", p)
+				}
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data", "podnet")); err == nil {
+			t.Error("the Pod network's state is left")
+		}
+	})
 	t.Run("isle down leaves nothing", func(t *testing.T) {
 		isl.down(t)
 		isl.state = nil

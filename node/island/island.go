@@ -441,7 +441,7 @@ func powerOff(s *State, b *Board) error {
 	pods, _ := filepath.Glob(filepath.Join(s.runDir(b), "netns", "*"))
 	paths = append(paths, pods...)
 	var errs []error
-	if err := killIn(paths); err != nil {
+	if err := killBoard(paths, cgroupRoot+"/"+b.Name); err != nil {
 		errs = append(errs, err)
 	}
 	b.Isle.signal(syscall.SIGKILL)

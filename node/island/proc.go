@@ -2,6 +2,7 @@ package island
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,22 +117,22 @@ func nsInode(path string) uint64 {
 	return st.Ino
 }
 
-// killIn kills (SIGKILL) every process inside one of the network
-// namespaces at paths, as pulling a board's power does, and waits until
-// they are gone (zombies left to whoever reaps them count as gone).
-func killIn(paths []string) error {
+// killBoard kills (SIGKILL) every process of a board, as pulling its
+// power does: those inside one of the network namespaces at paths (isle,
+// containerd, the shims, hostNetwork pods) and those in the cgroup tree
+// cgroup (the pods' containers, also when their namespaces are gone), and
+// waits until they are gone (zombies left to whoever reaps them count as
+// gone).
+func killBoard(paths []string, cgroup string) error {
 	inodes := map[uint64]bool{}
 	for _, p := range paths {
 		if ino := nsInode(p); ino != 0 {
 			inodes[ino] = true
 		}
 	}
-	if len(inodes) == 0 {
-		return nil
-	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := procsIn(inodes)
+		left := append(procsIn(inodes), procsOfCgroup(cgroup)...)
 		if len(left) == 0 {
 			return nil
 		}
@@ -143,6 +144,38 @@ func killIn(paths []string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// procsOfCgroup lists the live processes in the cgroup tree at path (as
+// /isle-island/pi2), in every hierarchy (cgroup v1) or the unified one.
+func procsOfCgroup(path string) []int {
+	var pids []int
+	seen := map[int]bool{}
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
+	roots = append(roots, "/sys/fs/cgroup"+path)
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			for _, f := range strings.Fields(string(b)) {
+				pid, err := strconv.Atoi(f)
+				if err != nil || seen[pid] || pid == os.Getpid() {
+					continue
+				}
+				seen[pid] = true
+				if state, _, err := stat(pid); err == nil && state != 'Z' && state != 'X' {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+	}
+	return pids
 }
 
 // procsIn lists the live processes whose network namespace is one of

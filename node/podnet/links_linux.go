@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/isle-cluster/isle/node/netns"
@@ -127,7 +128,7 @@ func (n *Network) plumb(r *record) error {
 		return fail(fmt.Errorf("network namespace %s: %w", r.Netns, err))
 	}
 	defer podNS.Close()
-	ph, err := netlink.NewHandleAt(podNS)
+	ph, err := netlink.NewHandleAt(podNS, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fail(fmt.Errorf("netlink in %s: %w", r.Netns, err))
 	}
@@ -204,6 +205,13 @@ func (n *Network) plumb(r *record) error {
 	def := &netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gateway(n.podCIDR).AsSlice(), Scope: netlink.SCOPE_UNIVERSE}
 	if err := ph.RouteReplace(def); err != nil {
 		return fail(fmt.Errorf("default route via %v: %w", gateway(n.podCIDR), err))
+	}
+	// Both ends receive with GRO: a speed-up only, so a kernel without
+	// it is logged, not refused.
+	err = errors.Join(inNamespace(n.cfg.Netns, func() error { return SetGRO(name) }),
+		netns.Do(r.Netns, func() error { return SetGRO(podIf) }))
+	if err != nil {
+		n.log.Debug("podnet: GRO not on", "pod", r.key(), "err", err)
 	}
 	return nil
 }

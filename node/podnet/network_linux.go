@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -75,7 +76,7 @@ func New(cfg Config) (*Network, error) {
 // openBoard opens the board's namespace and a netlink handle in it.
 func openBoard(path string) (vnetns.NsHandle, *netlink.Handle, error) {
 	if path == "" {
-		h, err := netlink.NewHandle()
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 		if err != nil {
 			return vnetns.None(), nil, fmt.Errorf("podnet: netlink: %w", err)
 		}
@@ -91,7 +92,7 @@ func openBoard(path string) (vnetns.NsHandle, *netlink.Handle, error) {
 	if err != nil {
 		return vnetns.None(), nil, fmt.Errorf("podnet: board namespace %s: %w", path, err)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
 		return vnetns.None(), nil, fmt.Errorf("podnet: netlink in %s: %w", path, err)

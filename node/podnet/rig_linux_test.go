@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +41,20 @@ func requireRoot(t *testing.T) {
 		t.Skip("needs root: creates network namespaces, links and nftables tables")
 	}
 	t.Fatal("needs root: creates network namespaces, links and nftables tables (CI must run as root)")
+}
+
+// requireNetfilter skips a test under qemu-user, which does not emulate
+// netlink's netfilter protocol (nftables): the native run tests it.
+func requireNetfilter(t *testing.T) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if errors.Is(err, unix.EPROTONOSUPPORT) {
+		t.Skip("netlink's netfilter protocol is not there (qemu-user does not emulate it): nftables cannot be tested here")
+	}
+	if err != nil {
+		t.Fatalf("netlink netfilter socket: %v", err)
+	}
+	unix.Close(fd)
 }
 
 // newNS creates a namespace under dir, deleted at the end of the test.
@@ -65,7 +81,7 @@ func handle(t *testing.T, path string) *netlink.Handle {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +129,7 @@ type board struct {
 // newLAN makes the LAN: bridge lan0 in a namespace of its own.
 func newLAN(t *testing.T) *lan {
 	requireRoot(t)
+	requireNetfilter(t)
 	dir := t.TempDir()
 	l := &lan{t: t, dir: dir, ns: newNS(t, dir, "lan")}
 	l.h = handle(t, l.ns)
