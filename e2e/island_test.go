@@ -71,7 +71,20 @@ func (i *testIsland) image(ref string) string {
 // down removes the island; on a failed test it logs the boards' logs'
 // tails first.
 func (i *testIsland) down(t *testing.T) {
-	if t.Failed() && i.state != nil {
+	if t.Failed() {
+		i.logTails(t)
+	}
+	if _, err := os.Stat(filepath.Join(i.dir, "island.json")); err != nil {
+		return // no island made, or removed already
+	}
+	if out, err := exec.Command(i.bin, "down", "--dir", i.dir).CombinedOutput(); err != nil {
+		t.Errorf("isle down: %v\n%s", err, out)
+	}
+}
+
+// logTails logs the end of every board's isle log.
+func (i *testIsland) logTails(t *testing.T) {
+	if i.state != nil {
 		for _, b := range i.state.Boards {
 			if out, err := os.ReadFile(filepath.Join(i.dir, b.Name, "isle.log")); err == nil {
 				if len(out) > 6000 {
@@ -80,12 +93,6 @@ func (i *testIsland) down(t *testing.T) {
 				t.Logf("--- %s isle.log (tail) ---\n%s", b.Name, out)
 			}
 		}
-	}
-	if _, err := os.Stat(filepath.Join(i.dir, "island.json")); err != nil {
-		return // no island made, or removed already
-	}
-	if out, err := exec.Command(i.bin, "down", "--dir", i.dir).CombinedOutput(); err != nil {
-		t.Errorf("isle down: %v\n%s", err, out)
 	}
 }
 

@@ -174,9 +174,10 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 	t.Run("label annotate scale edit outputs describe", func(t *testing.T) {
 		mustMatch(t, "label", k.ok(t, "label", "deploy", "hello", "tier=web"), `deployment.apps/hello labeled`)
 		mustMatch(t, "annotate", k.ok(t, "annotate", "deploy", "hello", "note=hi"), `deployment.apps/hello annotated`)
-		mustMatch(t, "scale", k.ok(t, "scale", "deploy", "hello", "--replicas=2"), `deployment.apps/hello scaled`)
+		// 4 and 5 are within the HPA's 3 to 6, which it leaves alone.
+		mustMatch(t, "scale", k.ok(t, "scale", "deploy", "hello", "--replicas=4"), `deployment.apps/hello scaled`)
 		editor := filepath.Join(t.TempDir(), "editor.sh")
-		if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/replicas: 2/replicas: 5/' \"$1\"\n"), 0o755); err != nil {
+		if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/replicas: 4/replicas: 5/' \"$1\"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		cmd := k.cmd("", "edit", "deploy", "hello")

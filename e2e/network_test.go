@@ -278,6 +278,9 @@ spec:
 			t.Error("the Pod network's state is left")
 		}
 	})
+	if t.Failed() {
+		isl.logTails(t)
+	}
 	t.Run("isle down leaves nothing", func(t *testing.T) {
 		isl.down(t)
 		isl.state = nil

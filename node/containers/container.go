@@ -163,7 +163,12 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return r.notFound("start", id, err)
 	}
-	started := time.Now()
+	// The start time is recorded before the process starts: one that
+	// exits at once is reaped (by the exit event) before Start returns,
+	// and must not be taken for one that never started.
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+		return fmt.Errorf("containers: start %s: record start time: %w", id, err)
+	}
 	if err := t.Start(ctx); err != nil {
 		r.mu.Lock()
 		st := r.live[id]
@@ -174,9 +179,6 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		}
 		_, _ = t.Delete(ctx, containerd.WithProcessKill)
 		return r.failStart(ctx, c, err)
-	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
-		return fmt.Errorf("containers: start %s: record start time: %w", id, err)
 	}
 	return nil
 }
@@ -312,9 +314,6 @@ func (r *Runtime) reap(ctx context.Context, id string) (bool, error) {
 	}
 	if oom {
 		rec[labelOOMKilled] = "true"
-	}
-	if labels[labelStartedAt] == "" && st.ExitStatus != 0 {
-		rec[labelReason] = "StartError"
 	}
 	if _, err := c.SetLabels(ctx, rec); err != nil {
 		return false, fmt.Errorf("containers: reap %s: record exit: %w", id, err)

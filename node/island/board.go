@@ -3,6 +3,7 @@ package island
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -67,7 +68,9 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 		if !b.Down {
 			return fmt.Errorf("island: board %s runs already (stop or kill it first)", b.Name)
 		}
-		err = boot(s, b, bin)
+		if err = boot(s, b, bin); err == nil {
+			err = waitServing(s, b)
+		}
 	case ActionRestart:
 		if b.Down {
 			return fmt.Errorf("island: board %s is down (start it)", b.Name)
@@ -82,7 +85,9 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 				return err
 			}
 		}
-		err = startIsle(s, b, bin, token)
+		if err = startIsle(s, b, bin, token); err == nil {
+			err = waitServing(s, b)
+		}
 	case ActionPartition, ActionHeal:
 		if b.Down {
 			return fmt.Errorf("island: board %s is down", b.Name)
@@ -161,4 +166,18 @@ func procState(p Proc) string {
 		return fmt.Sprintf("pid %d", p.PID)
 	}
 	return "-"
+}
+
+// waitServing waits until the board's isle serves its streaming port (it
+// has its containerd and its serving certificate), or says why not: it
+// exited (with its log's tail), or it is late.
+func waitServing(s *State, b *Board) error {
+	addr := net.JoinHostPort(b.Addr.String(), "10250")
+	return waitFor(60*time.Second, b.Name+"'s isle serving on "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, b.Isle, s.logPath(b, "isle"))
 }

@@ -178,7 +178,10 @@ func plugBoard(s *State, b *Board) error {
 		return fmt.Errorf("island: board %s: %w", b.Name, err)
 	}
 	defer bfd.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: b.Name}, PeerName: "eth0", PeerNamespace: netlink.NsFd(bfd)}
+	// The board keeps its MAC address across power cycles, as a real
+	// board does: the others' ARP caches stay right.
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: b.Name}, PeerName: "eth0", PeerNamespace: netlink.NsFd(bfd),
+		PeerHardwareAddr: boardMAC(b.Addr)}
 	if err := sw.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("island: board %s: LAN link: %w", b.Name, err)
 	}
@@ -253,4 +256,11 @@ func setPort(name string, up bool) error {
 
 func ipNet(a netip.Addr, bits int) *net.IPNet {
 	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(bits, a.BitLen())}
+}
+
+// boardMAC is a board's fixed, locally administered MAC address:
+// 02:69 and its IPv4 address.
+func boardMAC(a netip.Addr) net.HardwareAddr {
+	ip := a.As4()
+	return net.HardwareAddr{0x02, 0x69, ip[0], ip[1], ip[2], ip[3]}
 }
