@@ -35,6 +35,7 @@ type Cluster struct {
 	order   []uint64
 	stop    chan struct{}
 	done    chan struct{}
+	base    string // the members' data directories are made in it
 }
 
 // Member is one member of a test cluster.
@@ -58,16 +59,29 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{
 		t: t, opts: opts, Net: NewNetwork(opts.Seed),
 		members: map[uint64]*Member{}, stop: make(chan struct{}), done: make(chan struct{}),
+		// Made before Close is registered, so it is removed after the
+		// members stopped (cleanups run last first).
+		base: t.TempDir(),
 	}
 	t.Cleanup(c.Close)
 	go c.drive()
 
-	first := c.startMember("m0", t.TempDir(), raft.Bootstrap{NewCluster: true})
+	first := c.startMember("m0", c.memberDir("m0"), raft.Bootstrap{NewCluster: true})
 	c.WaitLeader(10 * time.Second)
 	for i := 1; i < opts.Size; i++ {
 		c.AddMember(fmt.Sprintf("m%d", i), first)
 	}
 	return c
+}
+
+// memberDir makes a new data directory for a member under the cluster's.
+func (c *Cluster) memberDir(name string) string {
+	c.t.Helper()
+	dir, err := os.MkdirTemp(c.base, name+"-")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return dir
 }
 
 // AddMember adds a new voter through the member `via`, as a joining board does.
@@ -79,7 +93,7 @@ func (c *Cluster) AddMember(name string, via uint64) uint64 {
 	if err != nil {
 		c.t.Fatalf("add learner %s: %v", name, err)
 	}
-	id := c.startMember(name, c.t.TempDir(), raft.Bootstrap{Join: &info})
+	id := c.startMember(name, c.memberDir(name), raft.Bootstrap{Join: &info})
 	for {
 		lead := c.WaitLeader(10 * time.Second)
 		err := c.Node(lead).Promote(ctx, id)
