@@ -102,12 +102,23 @@ func (m *member) start(t *testing.T) {
 	}
 	m.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(m.cmd, m.exited)
-	waitFor(t, 20*time.Second, m.name+" answers", func() bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
 		_, err := m.client().Status(ctx)
-		return err == nil
-	})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(m.log.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Fatalf("%s does not answer on %s after 20 s (%v); its log ends with:\n%s", m.name, m.storeAddr, err, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.

@@ -73,14 +73,26 @@ func startTime(pid int) (uint64, error) {
 	return st, err
 }
 
-// Alive reports whether the process still runs (not a zombie, not another
-// process with its PID).
+// Alive reports whether the process still runs (not another process with
+// its PID, not gone but for its exit status).
 func (p Proc) Alive() bool {
 	if p.PID <= 0 {
 		return false
 	}
 	state, st, err := stat(p.PID)
-	return err == nil && st == p.Start && state != 'Z' && state != 'X'
+	return err == nil && st == p.Start && running(p.PID, state)
+}
+
+// running reports whether a process in state is still running: not a
+// zombie, or a zombie only in its first thread while others still exit
+// (a killed Go process's threads die one by one, and its sockets close
+// with the last).
+func running(pid int, state byte) bool {
+	if state != 'Z' && state != 'X' {
+		return true
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // signal sends sig to the process if it is still the one recorded.
@@ -168,7 +180,7 @@ func procsOfCgroup(path string) []int {
 					continue
 				}
 				seen[pid] = true
-				if state, _, err := stat(pid); err == nil && state != 'Z' && state != 'X' {
+				if state, _, err := stat(pid); err == nil && running(pid, state) {
 					pids = append(pids, pid)
 				}
 			}
@@ -196,7 +208,7 @@ func procsIn(inodes map[uint64]bool) []int {
 		if _, err := fmt.Sscanf(link, "net:[%d]", &ino); err != nil || !inodes[ino] {
 			continue
 		}
-		if state, _, err := stat(pid); err == nil && state != 'Z' && state != 'X' {
+		if state, _, err := stat(pid); err == nil && running(pid, state) {
 			pids = append(pids, pid)
 		}
 	}
