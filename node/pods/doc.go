@@ -9,8 +9,8 @@
 //	sync(pod):
 //	  deleted or being deleted → terminate (preStop, stop signal, grace,
 //	      SIGKILL), remove containers, volumes, network; finish the deletion
-//	  sandbox: cgroup /isle/pod<uid>, network namespace (package netns) and
-//	      its network (Network; loopback only until the Pod network exists)
+//	  sandbox: cgroup <CgroupParent>/pod<uid>, network namespace (package
+//	      netns) and its network (Network: the Pod network, package podnet)
 //	  volumes (package volumes)
 //	  init containers in order, each to a successful exit
 //	  app containers: start missing ones; restart exited ones as
