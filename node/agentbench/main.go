@@ -185,7 +185,7 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Println()
 	r.header(os.Stdout)
 	fmt.Println()
-	r.table().write(os.Stdout)
+	r.table().Write(os.Stdout)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,39 +9,6 @@ import (
 
 	"github.com/isle-cluster/isle/node/island"
 )
-
-func TestStatusFields(t *testing.T) {
-	status := []byte("Name:\tisle\nState:\tS (sleeping)\nVmHWM:\t   30000 kB\nVmRSS:\t   20480 kB\nRssAnon:\t    8192 kB\nRssFile:\t   12288 kB\nThreads:\t9\n")
-	got, err := statusFields(status, "VmRSS", "RssAnon", "Threads")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []uint64{20480 << 10, 8192 << 10, 9}; !slices.Equal(got, want) {
-		t.Errorf("statusFields = %v, want %v", got, want)
-	}
-	if _, err := statusFields(status, "VmRSS", "VmSwap"); err == nil || !strings.Contains(err.Error(), "VmSwap") {
-		t.Errorf("statusFields without a VmSwap line: err = %v, want one naming VmSwap", err)
-	}
-}
-
-func TestCPUTime(t *testing.T) {
-	for _, c := range []struct {
-		name, stat string
-		want       time.Duration
-		err        bool
-	}{
-		{"plain", "42 (isle) S 1 42 42 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 9 0 1234", 3800 * time.Millisecond, false},
-		{"command with spaces and parentheses", "42 (a b) c)) S 1 42 42 0 -1 0 0 0 0 0 7 3 0 0", 100 * time.Millisecond, false},
-		{"no command", "42 isle S 1", 0, true},
-		{"too short", "42 (isle) S 1 42", 0, true},
-		{"not numbers", "42 (isle) S 1 42 42 0 -1 0 0 0 0 0 x y 0 0", 0, true},
-	} {
-		got, err := cpuTime([]byte(c.stat))
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("%s: cpuTime = %v, %v; want %v, error %v", c.name, got, err, c.want, c.err)
-		}
-	}
-}
 
 // self is this test process as the island records its processes. It is
 // read by its PID, as island.Proc reads it (under qemu-user, /proc/self

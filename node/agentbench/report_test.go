@@ -16,7 +16,7 @@ func TestReport(t *testing.T) {
 		with:    memory{rss: 25 << 20, peak: 26 << 20, anon: 10 << 20, file: 15 << 20},
 		idleCPU: 0.0123}
 	var b strings.Builder
-	r.table().write(&b)
+	r.table().Write(&b)
 	want := `| measure                             | isle       | target                       |        |
 |-------------------------------------|------------|------------------------------|--------|
 | pod start, bound → Running, p50     | 625ms      |                              |        |
@@ -38,44 +38,11 @@ func TestReport(t *testing.T) {
 func TestReportHolds(t *testing.T) {
 	r := results{pods: 1, latencies: []time.Duration{300 * time.Millisecond}, with: memory{rss: 20 << 20}}
 	var b strings.Builder
-	r.table().write(&b)
+	r.table().Write(&b)
 	if n := strings.Count(b.String(), "holds"); n != 2 {
 		t.Errorf("report has %d holds, want 2 (start p99, RSS):\n%s", n, b.String())
 	}
 	if strings.Contains(b.String(), "MISSED") {
 		t.Errorf("report misses a target:\n%s", b.String())
 	}
-}
-
-func TestPct(t *testing.T) {
-	ms := func(n ...int) []time.Duration {
-		var ds []time.Duration
-		for _, x := range n {
-			ds = append(ds, time.Duration(x)*time.Millisecond)
-		}
-		return ds
-	}
-	for _, c := range []struct {
-		name   string
-		sorted []time.Duration
-		q      float64
-		want   time.Duration
-	}{
-		{"one", ms(7), 0.99, 7 * time.Millisecond},
-		{"median of four", ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
-		{"p99 of 100 is the 99th", ms(seq(100)...), 0.99, 99 * time.Millisecond},
-		{"p99 of 50 is the max", ms(seq(50)...), 0.99, 50 * time.Millisecond},
-	} {
-		if got := pct(c.sorted, c.q); got != c.want {
-			t.Errorf("%s: pct = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-func seq(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i + 1
-	}
-	return s
 }

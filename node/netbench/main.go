@@ -136,6 +136,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("\nisland of %d servers and %d agents; TCP from %s to %s: %d throughput runs of %v each way, %d round trips each way\n\n",
 		servers, agents, clientBoard, serverBoard, o.trials, o.duration, roundTrips)
-	report(ups, res, podErr).write(os.Stdout)
+	report(ups, res, podErr).Write(os.Stdout)
 	return podErr
 }

@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 func TestReport(t *testing.T) {
 	board := pathResult{name: "board", gbits: []float64{10, 12, 11}, rtts: rtts(100, 30*time.Microsecond)}
 	pod := pathResult{name: "pod", gbits: []float64{8, 10, 9}, rtts: rtts(100, 45*time.Microsecond)}
 	var b strings.Builder
-	report([]float64{12.5, 25, 13}, []pathResult{pod, board}, nil).write(&b)
+	report([]float64{12.5, 25, 13}, []pathResult{pod, board}, nil).Write(&b)
 	want := `| measure                                    | isle         | target |        |
 |--------------------------------------------|--------------|--------|--------|
 | isle up, 3 servers + 2 agents, median      | 13.0 s       | ≤ 20 s | holds  |
@@ -34,7 +36,7 @@ func TestReport(t *testing.T) {
 func TestReportWithoutPods(t *testing.T) {
 	board := pathResult{name: "board", gbits: []float64{10}, rtts: rtts(10, time.Millisecond)}
 	var b strings.Builder
-	report([]float64{5}, []pathResult{board}, errors.New("no pod network")).write(&b)
+	report([]float64{5}, []pathResult{board}, errors.New("no pod network")).Write(&b)
 	out := b.String()
 	n := 0
 	for _, l := range strings.Split(out, "\n") {
@@ -68,7 +70,7 @@ func TestStats(t *testing.T) {
 		q    float64
 		want time.Duration
 	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
-		if got := quantile(ds, c.q); got != c.want {
+		if got := benchkit.Quantile(ds, c.q); got != c.want {
 			t.Errorf("quantile %v = %v, want %v", c.q, got, c.want)
 		}
 	}

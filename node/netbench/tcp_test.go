@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // The measures over the loopback of a namespace of the test's own (as
@@ -39,7 +40,7 @@ func TestMeasure(t *testing.T) {
 			t.Errorf("throughput %.3f Gbit/s over loopback", g)
 		}
 	}
-	if q := quantile(r.rtts, 0.5); q <= 0 || q > 100*time.Millisecond {
+	if q := benchkit.Quantile(r.rtts, 0.5); q <= 0 || q > 100*time.Millisecond {
 		t.Errorf("median round trip %v over loopback", q)
 	}
 }

@@ -135,6 +135,16 @@ func (p *Proc) procFields(file string, keys ...string) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := ProcFields(b, keys...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// ProcFields returns the values of the "key: N" or "key: N kB" lines of a
+// /proc/PID/status (or io) for keys, in that order, in bytes.
+func ProcFields(b []byte, keys ...string) ([]uint64, error) {
 	found := map[string]uint64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -156,7 +166,7 @@ func (p *Proc) procFields(file string, keys ...string) ([]uint64, error) {
 	for i, k := range keys {
 		n, ok := found[k]
 		if !ok {
-			return nil, fmt.Errorf("%s has no %s line", path, k)
+			return nil, fmt.Errorf("no %s line", k)
 		}
 		out[i] = n
 	}
@@ -203,19 +213,33 @@ func (p *Proc) CPUTime() (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read CPU time of %s: %w", p.name, err)
 	}
-	// Fields after the command (which may hold spaces) in parentheses.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("read CPU time of %s: /proc stat of unexpected form", p.name)
+	d, err := CPUTime(b)
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time of %s: %w", p.name, err)
+	}
+	return d, nil
+}
+
+// userHZ is the unit of /proc/PID/stat's times on Linux.
+const userHZ = 100
+
+// CPUTime is utime + stime of a /proc/PID/stat.
+func CPUTime(stat []byte) (time.Duration, error) {
+	// The fields after the command, which may hold spaces and ")".
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat %q: no command in parentheses", stat)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat: %d fields after the command, want at least 13", len(f))
 	}
 	utime, err1 := strconv.ParseUint(f[11], 10, 64)
 	stime, err2 := strconv.ParseUint(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("read CPU time of %s: /proc stat of unexpected form", p.name)
+		return 0, fmt.Errorf("stat: utime %q, stime %q: want numbers", f[11], f[12])
 	}
-	const ticks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticks, nil
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
 // MemorySplit returns the process's resident memory split into anonymous
