@@ -1,37 +1,20 @@
 package podnet
 
 import (
-	"runtime"
 	"testing"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/node/netns"
 )
 
 // groOn reads whether GRO is on for the link name in the calling thread's
-// namespace (ETHTOOL_GGRO).
+// namespace.
 func groOn(t *testing.T, name string) bool {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	on, err := ethtool(name, ethtoolGetGRO, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ETHTOOL_GGRO %s: %v", name, err)
 	}
-	defer unix.Close(fd)
-	value := struct{ cmd, data uint32 }{cmd: 0x2b}
-	var ifr struct {
-		name [unix.IFNAMSIZ]byte
-		data uintptr
-		_    [24]byte
-	}
-	copy(ifr.name[:], name)
-	ifr.data = uintptr(unsafe.Pointer(&value))
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
-		t.Fatalf("ETHTOOL_GGRO %s: %v", name, errno)
-	}
-	runtime.KeepAlive(&value)
-	return value.data != 0
+	return on != 0
 }
 
 // TestAttachTurnsGROOn: both ends of a pod's veth receive with GRO.
