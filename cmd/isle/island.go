@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/isle-cluster/isle/node/island"
@@ -85,11 +82,7 @@ func newBoardCommand() *cobra.Command {
 			Short: a.short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				bin, err := os.Executable()
-				if err != nil {
-					return fmt.Errorf("board: %w", err)
-				}
-				return island.Act(dir, a.action, args[0], bin, cmd.OutOrStdout())
+				return island.Act(dir, a.action, args[0], "", cmd.OutOrStdout())
 			},
 		})
 	}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"github.com/spf13/pflag"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestServerFlagsValidate(t *testing.T) {

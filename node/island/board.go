@@ -26,20 +26,13 @@ const (
 // Act performs action on the board called name of the island in dir.
 // bin is the isle binary a started board runs ("": this process's own).
 func Act(dir, action, name, bin string, out io.Writer) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("island: %w", err)
-	}
+	var err error
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			return fmt.Errorf("island: the isle binary: %w", err)
 		}
 	}
-	s, err := Load(dir)
-	if err != nil {
-		return err
-	}
-	release, err := lock(dir)
+	s, release, err := openIsland(dir)
 	if err != nil {
 		return err
 	}

@@ -367,26 +367,37 @@ Registry: %s (boards pull %s/NAME:TAG from it)
 `, s.APIServer(), s.RegistryAddr(), RegistryHost, s.Kubeconfig(), s.Dir, s.Dir)
 }
 
+// openIsland takes the lock of the island in dir and reads its state.
+func openIsland(dir string) (*State, func(), error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("island: %w", err)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("island: %w in %s (no such directory)", ErrNoIsland, dir)
+	}
+	release, err := lock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := Load(dir)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return s, release, nil
+}
+
 // Down removes the island in dir: its processes, mounts, namespaces,
 // links, routes, cgroups and files. What is already gone is skipped, so
 // it also cleans up after a crash of `isle up` or of the machine.
 func Down(dir string, out io.Writer) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("island: %w", err)
-	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("island: %w in %s (no such directory)", ErrNoIsland, dir)
-	}
-	release, err := lock(dir)
+	s, release, err := openIsland(dir)
 	if err != nil {
 		return err
 	}
 	defer release()
-	s, err := Load(dir)
-	if err != nil {
-		return err
-	}
+	dir = s.Dir
 	var errs []error
 	for i := range s.Boards {
 		b := &s.Boards[i]

@@ -154,13 +154,11 @@ func storeStanding(ctx context.Context, s *State, token string) (map[string]stri
 func waitVoters(ctx context.Context, s *State, token string) (map[string]string, error) {
 	for {
 		standing, err := storeStanding(ctx, s, token)
-		voters := 0
+		all := true
 		for _, b := range s.Boards {
-			if b.Role == RoleServer && (standing[b.Name] == "leader" || standing[b.Name] == "voter") {
-				voters++
-			}
+			all = all && (b.Role != RoleServer || standing[b.Name] == "leader" || standing[b.Name] == "voter")
 		}
-		if err == nil && voters == len(s.Boards)-countAgents(s) {
+		if err == nil && all {
 			return standing, nil
 		}
 		select {
@@ -169,16 +167,6 @@ func waitVoters(ctx context.Context, s *State, token string) (map[string]string,
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func countAgents(s *State) int {
-	n := 0
-	for _, b := range s.Boards {
-		if b.Role == RoleAgent {
-			n++
-		}
-	}
-	return n
 }
 
 // Token is the island's cluster token.
