@@ -3,8 +3,9 @@
 # and two agents, each board a network namespace with its own containerd),
 # the tutorial's hello app built here for every board's architecture and
 # served by the island's registry, its three replicas spread over the
-# boards and reaching each other by pod IP, the seed's hands-on check, and
-# the Raft leader's board pulled from its power and back.
+# boards and reaching each other by pod IP and by their Service's name, the
+# seed's hands-on check (with its curl through the Ingress on a board's
+# port 80), and the Raft leader's board pulled from its power and back.
 #   deploy/demo.sh start   start it (or show the one that runs)
 #   deploy/demo.sh stop    remove it (isle down)
 set -euo pipefail
@@ -70,15 +71,27 @@ start)
   echo; echo "== each replica reached from a pod on another board, by its pod IP"
   reach
 
-  echo; echo "== the seed's hands-on check"
-  kubectl get all -A -o wide
-  kubectl get deploy,rs,pod,svc,ingress,pvc,hpa -A
-  kubectl get nodes
-  kubectl get pv
-  kubectl get --raw='/readyz' && echo
-  kubectl get endpointslices -l kubernetes.io/service-name=hello
-  kubectl get pvc -A
-  echo "(http://localhost/hello through the Ingress comes with Services and Ingress)"
+  echo; echo "== the Service by its name, from a pod: the cluster DNS, then the ClusterIP's rules pick a replica"
+  first=$(kubectl get pods -l app=hello -o jsonpath='{.items[0].metadata.name}')
+  for _ in 1 2 3 4; do kubectl exec "$first" -- /hello get http://hello/hello; done
+
+  echo; echo "== the seed's hands-on check, verbatim, on board pi1 (localhost is the board)"
+  ip netns exec isle-pi1 bash -c '
+kubectl get all -A -o wide
+kubectl get deploy,rs,pod,svc,ingress,pvc,hpa -A
+kubectl get nodes
+kubectl get pv
+kubectl get --raw='"'"'/readyz'"'"' && echo
+kubectl get nodes
+curl -s -o /dev/null -w "外部入口 %{http_code}\n" http://localhost/hello
+kubectl get endpointslices -l kubernetes.io/service-name=hello
+kubectl get pvc -A
+kubectl get pv
+'
+  echo; echo "== and from this machine to every board's port 80"
+  for b in $(jq -r '.boards[].addr' "$DIR/island.json"); do
+    printf '%s: ' "$b"; curl -s -o /dev/null -w "外部入口 %{http_code}\n" "http://$b/hello"
+  done
 
   lead=$("$ISLE" member list --data-dir "$DIR/pi1/data" -o json | jq -r '.[] | select(.raft == "leader") | .name')
   echo; echo "== isle board kill $lead: the Raft leader's board loses its power"

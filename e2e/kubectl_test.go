@@ -167,7 +167,7 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 			t.Fatalf("replicas and generation after apply: %q, want \"4 2\"", got)
 		}
 		mustMatch(t, "get the tutorial's kinds", k.ok(t, "get", "deploy,rs,pod,svc,ingress,pvc,hpa", "-A"),
-			`deployment.apps/hello +0/4`, `service/hello +ClusterIP +10\.43\.`, `ingress.networking.k8s.io/hello +<none> +\* +80`,
+			`deployment.apps/hello +0/4`, `service/hello +ClusterIP +10\.43\.`, `ingress.networking.k8s.io/hello +isle +\* +(\S+ +)?80 `,
 			`persistentvolumeclaim/hello-data +(Pending|Bound)`, `horizontalpodautoscaler.autoscaling/hello +Deployment/hello +cpu: <unknown>/70% +3 +6`)
 	})
 

@@ -257,14 +257,14 @@ spec:
 		if err != nil {
 			t.Fatalf("isle uninstall: %v\n%s", err, out)
 		}
-		mustMatch(t, "isle uninstall", string(out), `the Pod network is removed`, `\d+ pods' network namespaces removed`)
+		mustMatch(t, "isle uninstall", string(out), `the Pod network is removed`, `the Service rules are removed`, `\d+ pods' network namespaces removed`)
 		if links := ipOut(t, "-n", "isle-pi3", "-o", "link"); strings.Contains(links, "isle0") || strings.Contains(links, "veth") {
 			t.Errorf("links left on pi3:\n%s", links)
 		}
 		if routes := ipOut(t, "-n", "isle-pi3", "route", "show", "proto", "73"); strings.TrimSpace(routes) != "" {
 			t.Errorf("isle's routes left on pi3:\n%s", routes)
 		}
-		if tables, err := exec.Command("nsenter", "--net="+boardNetns("pi3"), "nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(tables), "isle-podnet") {
+		if tables, err := exec.Command("nsenter", "--net="+boardNetns("pi3"), "nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(tables), "isle-podnet") || strings.Contains(string(tables), "isle-proxy") {
 			t.Errorf("nftables tables on pi3: %v\n%s", err, tables)
 		}
 		if ns, _ := filepath.Glob(filepath.Join(dir, "run", "netns", "*")); len(ns) > 0 {

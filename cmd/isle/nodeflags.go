@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"path"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/node/agent"
@@ -32,6 +34,11 @@ type nodeFlags struct {
 	mirrors      []string
 	insecure     []string
 	clusterCIDR  string
+	clusterDNS   string
+	domain       string
+	resolvConf   string
+	ingressHTTP  string
+	ingressHTTPS string
 }
 
 func (f *nodeFlags) add(fl *pflag.FlagSet) {
@@ -48,6 +55,11 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.mirrors, "registry-mirror", nil, "pull the images of a registry from another endpoint: HOST=http://ADDR:PORT or HOST=https://ADDR[:PORT] (HOST as in images' names); repeat for more")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "a registry (HOST:PORT as in images' names) spoken to in plain HTTP, such as a registry on the LAN without TLS; repeat for more")
 	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controllers.DefaultPodCIDR.String(), "range of Pod addresses, from which each node gets a /24 (the same on every board)")
+	fl.StringVar(&f.clusterDNS, "cluster-dns", agent.DefaultClusterDNS.String(), "address of the cluster DNS Service, the nameserver of pods (the tenth of the service range)")
+	fl.StringVar(&f.domain, "cluster-domain", agent.DefaultClusterDomain, "the cluster's DNS domain")
+	fl.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the board's resolver configuration: the cluster DNS forwards other names to its nameservers; pods with dnsPolicy Default get it")
+	fl.StringVar(&f.ingressHTTP, "ingress-http", ":80", "address of the ingress controller's HTTP listener; none: no ingress controller on this board")
+	fl.StringVar(&f.ingressHTTPS, "ingress-https", ":443", "address of the ingress controller's HTTPS listener (certificates from the Ingresses' TLS Secrets)")
 }
 
 // apply checks the flags and puts them into an agent's configuration.
@@ -110,6 +122,24 @@ func (f *nodeFlags) apply(c *agent.Config) error {
 		return fmt.Errorf("--cluster-cidr %q: want an IPv4 range of at least 4 /24s, such as 10.42.0.0/16", f.clusterCIDR)
 	}
 	c.ClusterCIDR, c.CgroupParent = cidr, f.cgroupParent
+	if c.ClusterDNS, err = netip.ParseAddr(f.clusterDNS); err != nil || !c.ClusterDNS.Is4() {
+		return fmt.Errorf("--cluster-dns %q: want an IPv4 address of the service range, such as 10.43.0.10", f.clusterDNS)
+	}
+	if errs := validation.IsDNS1123Subdomain(f.domain); len(errs) > 0 {
+		return fmt.Errorf("--cluster-domain %q: %s", f.domain, strings.Join(errs, "; "))
+	}
+	if !filepath.IsAbs(f.resolvConf) {
+		return fmt.Errorf("--resolv-conf %q: want an absolute path", f.resolvConf)
+	}
+	c.ClusterDomain, c.ResolvConf = f.domain, f.resolvConf
+	if f.ingressHTTP != "none" {
+		for flag, addr := range map[string]string{"--ingress-http": f.ingressHTTP, "--ingress-https": f.ingressHTTPS} {
+			if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+				return fmt.Errorf("%s %q: want [ADDRESS]:PORT, such as :80", flag, addr)
+			}
+		}
+		c.IngressHTTP, c.IngressHTTPS = f.ingressHTTP, f.ingressHTTPS
+	}
 	c.ContainerdNamespace, c.RunDir, c.StreamPort, c.PodResync, c.MaxPods = f.namespace, f.runDir, f.streamPort, f.podResync, f.maxPods
 	c.ReservedCPU, c.ReservedMemory, c.ReservedStorage = cpu.MilliValue(), mem.Value(), disk.Value()
 	return nil

@@ -55,6 +55,12 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"cluster CIDR too small", func(f *serverFlags) { f.node.clusterCIDR = "10.42.0.0/24" }, "--cluster-cidr"},
 		{"cluster CIDR not masked", func(f *serverFlags) { f.node.clusterCIDR = "10.42.1.0/16" }, "--cluster-cidr"},
 		{"cluster CIDR of IPv6", func(f *serverFlags) { f.node.clusterCIDR = "fd00::/64" }, "--cluster-cidr"},
+		{"cluster DNS not an address", func(f *serverFlags) { f.node.clusterDNS = "dns" }, "--cluster-dns"},
+		{"cluster domain with a space", func(f *serverFlags) { f.node.domain = "my cluster" }, "--cluster-domain"},
+		{"relative resolv.conf", func(f *serverFlags) { f.node.resolvConf = "resolv.conf" }, "--resolv-conf"},
+		{"ingress without a port", func(f *serverFlags) { f.node.ingressHTTP = "10.0.0.1" }, "--ingress-http"},
+		{"ingress TLS without a port", func(f *serverFlags) { f.node.ingressHTTPS = "443" }, "--ingress-https"},
+		{"no ingress", func(f *serverFlags) { f.node.ingressHTTP, f.node.ingressHTTPS = "none", "443" }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

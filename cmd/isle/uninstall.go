@@ -11,6 +11,7 @@ import (
 
 	"github.com/isle-cluster/isle/node/netns"
 	"github.com/isle-cluster/isle/node/podnet"
+	"github.com/isle-cluster/isle/node/proxy"
 	"github.com/isle-cluster/isle/node/volumes"
 )
 
@@ -22,8 +23,9 @@ func newUninstallCommand() *cobra.Command {
 		Short: "Remove what isle made on this board outside its data directory (stop isle first)",
 		Long: `Remove what isle made on this board: the Pod network (bridge isle0, the
 pods' veths and addresses, the routes to other boards' pods, the nftables
-table isle-podnet; the LAN link's forwarding and rp_filter as they were) and
-the pods' network namespaces under RUN-DIR. With --purge, DATA-DIR goes
+table isle-podnet; the LAN link's forwarding and rp_filter as they were), the
+Service rules (nftables table isle-proxy) and the pods' network namespaces
+under RUN-DIR. With --purge, DATA-DIR goes
 too (the board's credential, store, volumes and logs): the board leaves the
 cluster for good (remove it with isle member remove NAME). Stop isle first;
 containerd's containers of the board are containerd's to remove.`,
@@ -47,6 +49,11 @@ func uninstall(dataDir, runDir string, purge bool, out io.Writer) error {
 		errs = append(errs, err)
 	} else {
 		fmt.Fprintln(out, "uninstall: the Pod network is removed")
+	}
+	if err := proxy.Uninstall(""); err != nil {
+		errs = append(errs, err)
+	} else {
+		fmt.Fprintln(out, "uninstall: the Service rules are removed")
 	}
 	nss, _ := filepath.Glob(filepath.Join(runDir, "netns", "*"))
 	for _, ns := range nss {

@@ -3,9 +3,11 @@ package cluster
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,13 +32,15 @@ const (
 
 // bootstrapObjects creates, on the leader, what every cluster has from the
 // start: the CA in the store, the system namespaces, the kubernetes
-// Service and the default StorageClass (local-path). It is idempotent and
+// Service, the cluster DNS's Service (kube-system/kube-dns at clusterDNS),
+// the default IngressClass (isle) and the default StorageClass
+// (local-path). It is idempotent and
 // retries until it has succeeded or ctx ends.
-func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, log *slog.Logger) {
+func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, clusterDNS netip.Addr, log *slog.Logger) {
 	for {
 		err := ensureCA(ctx, store, id)
 		if err == nil {
-			err = ensureObjects(ctx, store)
+			err = ensureObjects(ctx, store, clusterDNS)
 		}
 		if err == nil {
 			return
@@ -65,7 +69,7 @@ func ensureCA(ctx context.Context, store *registry.Store, id Identity) error {
 	return err
 }
 
-func ensureObjects(ctx context.Context, store *registry.Store) error {
+func ensureObjects(ctx context.Context, store *registry.Store, clusterDNS netip.Addr) error {
 	rs := store.Resources()
 	nsRes, _ := rs.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
 	svcRes, _ := rs.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
@@ -85,6 +89,28 @@ func ensureObjects(ctx context.Context, store *registry.Store) error {
 		},
 	}
 	if err := ensure(ctx, store, svcRes, "default", kubernetes); err != nil {
+		return err
+	}
+	// The cluster DNS: every board answers it itself (node/dns), so the
+	// Service has no selector and no endpoints; it holds the address, and
+	// shows in kubectl get svc -A as kube-dns does elsewhere.
+	dns := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system",
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "isle-dns"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: clusterDNS.String(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+			},
+			SessionAffinity: corev1.ServiceAffinityNone,
+		},
+	}
+	if err := ensure(ctx, store, svcRes, "kube-system", dns); err != nil {
+		return err
+	}
+	icRes, _ := rs.Lookup(networkingv1.SchemeGroupVersion.WithResource("ingressclasses"))
+	if err := ensure(ctx, store, icRes, "", controllers.DefaultIngressClass()); err != nil {
 		return err
 	}
 	scRes, _ := rs.Lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses"))

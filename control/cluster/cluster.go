@@ -127,10 +127,26 @@ func (c *Config) validate() error {
 	if !c.ServiceCIDR.IsValid() {
 		c.ServiceCIDR = registry.DefaultServiceCIDR
 	}
+	if !c.Agent.ClusterDNS.IsValid() {
+		c.Agent.ClusterDNS = ClusterDNS(c.ServiceCIDR)
+	}
+	if !c.ServiceCIDR.Contains(c.Agent.ClusterDNS) {
+		return fmt.Errorf("cluster: cluster DNS address %v is not in the service range %v", c.Agent.ClusterDNS, c.ServiceCIDR)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// ClusterDNS is the cluster DNS address of a service range: its tenth
+// address, as in every Kubernetes distribution.
+func ClusterDNS(serviceCIDR netip.Prefix) netip.Addr {
+	a := serviceCIDR.Masked().Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	return a
 }
 
 // Run runs the server until ctx ends or it fails.
@@ -275,7 +291,7 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 			}()
 		}
-		bootstrapObjects(ctx, store, id, log)
+		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
 		table := append(controllers.Table(store, log, controllers.WithHPA(controllers.HPAConfig{Metrics: usage})),
 			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)

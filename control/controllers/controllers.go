@@ -41,6 +41,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller
 		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},
 		&endpointSlices{store: store, log: log.With("controller", "endpointslice")},
+		&ingressStatus{store: store, log: log.With("controller", "ingress-status")},
 		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
 		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
 		newPersistentVolumes(store, log.With("controller", "persistentvolume"), ev),

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,8 @@ func qosClass(p *corev1.Pod) corev1.PodQOSClass {
 
 // admitCreate runs the admission checks of a create: the namespace must
 // exist and not be terminating; a Service gets its cluster IP and node ports;
-// volumes and claims get the storage admission (admit_storage.go).
+// volumes and claims get the storage admission (admit_storage.go), an
+// Ingress naming no class the default IngressClass (admit_networking.go).
 func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	if r.Namespaced {
@@ -117,6 +119,8 @@ func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object
 	case *corev1.PersistentVolumeClaim:
 		o.Finalizers = addFinalizer(o.Finalizers, FinalizerPVCProtection)
 		return s.admitDefaultStorageClass(ctx, o)
+	case *networkingv1.Ingress:
+		return s.admitDefaultIngressClass(ctx, o)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@
 // Node's status its own, and talks to whichever server is alive, learning
 // the servers from gossip. With containerd it runs the board's pods
 // (package pods) and serves kubectl logs, exec and attach (package
-// stream). The Pod network, Services and DNS come later.
+// stream), its Pod network (package podnet) and its part in Service
+// traffic: the Service rules (package proxy), the cluster DNS (package
+// dns) and the ingress controller (package ingress).
 package agent
 
 import (
@@ -99,6 +101,19 @@ type Config struct {
 	// ClusterCIDR is the range every node's pod CIDR comes from (the same
 	// on every board); invalid: 10.42.0.0/16.
 	ClusterCIDR netip.Prefix
+	// ClusterDNS is the cluster DNS's Service address, the nameserver of
+	// pods with dnsPolicy ClusterFirst; the board's DNS answers it.
+	// Invalid: 10.43.0.10.
+	ClusterDNS netip.Addr
+	// ClusterDomain is the cluster's DNS domain; "": cluster.local.
+	ClusterDomain string
+	// ResolvConf is the board's resolver configuration: the cluster DNS
+	// forwards names outside the cluster to its nameservers, and pods with
+	// dnsPolicy Default get it. "": /etc/resolv.conf.
+	ResolvConf string
+	// IngressHTTP and IngressHTTPS are the ingress controller's listen
+	// addresses (":80", ":443"); IngressHTTP "": no ingress controller.
+	IngressHTTP, IngressHTTPS string
 	// Registerer takes the agent's metrics; nil: none.
 	Registerer prometheus.Registerer
 }
@@ -131,6 +146,15 @@ func Run(ctx context.Context, cfg Config) error {
 		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback}}
 	if a.cfg.RunDir == "" {
 		a.cfg.RunDir = "/run/isle"
+	}
+	if !a.cfg.ClusterDNS.IsValid() {
+		a.cfg.ClusterDNS = DefaultClusterDNS
+	}
+	if a.cfg.ClusterDomain == "" {
+		a.cfg.ClusterDomain = DefaultClusterDomain
+	}
+	if a.cfg.ResolvConf == "" {
+		a.cfg.ResolvConf = "/etc/resolv.conf"
 	}
 	var rt *containers.Runtime
 	if cfg.Containerd != "" {
@@ -176,6 +200,11 @@ func Run(ctx context.Context, cfg Config) error {
 		go func() {
 			if err := a.pods.Run(ctx); err != nil {
 				a.log.Error("agent: pods stopped", "err", err)
+			}
+		}()
+		go func() {
+			if err := a.runTraffic(ctx); err != nil {
+				a.log.Error("agent: Service traffic stopped", "err", err)
 			}
 		}()
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
@@ -92,14 +93,24 @@ func (s *servers) current() string {
 // from s. It knows only the core types: client-go's typed clientset would
 // bring every API group's types into the binary (14 MB on arm64).
 func newClient(cred Credential, s *servers) (*rest.RESTClient, error) {
+	return newGroupClient(cred, s, corev1.SchemeGroupVersion, corev1.AddToScheme)
+}
+
+// newGroupClient is newClient for the API group version gv, whose types
+// addToScheme registers.
+func newGroupClient(cred Credential, s *servers, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("agent: API client: %w", err)
+	if err := addToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
 	}
-	metav1.AddToGroupVersion(scheme, corev1.SchemeGroupVersion)
+	metav1.AddToGroupVersion(scheme, gv)
+	apiPath := "/apis"
+	if gv.Group == "" {
+		apiPath = "/api"
+	}
 	cfg := &rest.Config{
 		Host:            "https://" + APIServerName,
-		APIPath:         "/api",
+		APIPath:         apiPath,
 		BearerToken:     cred.NodeToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: APIServerName},
 		Dial:            s.dial,
@@ -107,13 +118,13 @@ func newClient(cred Credential, s *servers) (*rest.RESTClient, error) {
 		QPS:             20,
 		Burst:           40,
 		ContentConfig: rest.ContentConfig{
-			GroupVersion:         &corev1.SchemeGroupVersion,
+			GroupVersion:         &gv,
 			NegotiatedSerializer: serializer.NewCodecFactory(scheme).WithoutConversion(),
 		},
 	}
 	c, err := rest.RESTClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("agent: API client: %w", err)
+		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
 	}
 	return c, nil
 }

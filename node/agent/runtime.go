@@ -44,7 +44,8 @@ func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	}
 	m, err := pods.New(pods.Config{Network: network, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
-		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, Logger: a.log})
+		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, ResolvConf: a.cfg.ResolvConf,
+		ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -16,6 +16,7 @@
 //	                              runc's, pods' namespaces and FIFOs
 //	DIR/registry                  Debian's docker-registry and its data
 //	DIR/kubeconfig                an administrator's kubeconfig for the VIP
+//	DIR/resolv.conf               the boards' resolver: the host (10.77.0.1)
 //
 // Servers share a floating API address (the VIP, 10.77.0.10), so kubectl
 // keeps working when the Raft leader's board dies. Boards pull images

@@ -198,6 +198,7 @@ func (s *State) runDir(b *Board) string  { return filepath.Join(s.boardDir(b.Nam
 func (s *State) socket(b *Board) string  { return filepath.Join(s.runDir(b), "containerd.sock") }
 func (s *State) Kubeconfig() string      { return filepath.Join(s.Dir, "kubeconfig") }
 func (s *State) registryDir() string     { return filepath.Join(s.Dir, "registry") }
+func (s *State) resolvConf() string      { return filepath.Join(s.Dir, "resolv.conf") }
 func (s *State) RegistryAddr() string {
 	return net.JoinHostPort(s.Host.String(), strconv.Itoa(registryPort))
 }
@@ -267,9 +268,15 @@ func startContainerd(s *State, b *Board) error {
 // others joining the first board with the token. A restarted board finds
 // itself in its data directory and ignores both.
 func startIsle(s *State, b *Board, bin, token string) error {
+	// The boards' resolver is the host's LAN address: names outside the
+	// cluster stay on the island (what answers there is the host's own
+	// business; nothing by default, so such names fail).
+	if err := os.WriteFile(s.resolvConf(), []byte("nameserver "+s.Host.String()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("island: %w", err)
+	}
 	args := []string{b.Role, "--name", b.Name, "--data-dir", s.dataDir(b), "--address", b.Addr.String(),
 		"--containerd", s.socket(b), "--run-dir", s.runDir(b), "--cgroup-parent", cgroupRoot + "/" + b.Name,
-		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false"}
+		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false", "--resolv-conf", s.resolvConf()}
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
 	}
@@ -425,7 +432,7 @@ func Down(dir string, out io.Writer) error {
 		// Keep the state: a second isle down retries what failed.
 		return fmt.Errorf("island: down: %w", errors.Join(errs...))
 	}
-	for _, name := range []string{"registry", "kubeconfig", stateFile} {
+	for _, name := range []string{"registry", "kubeconfig", "resolv.conf", stateFile} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			errs = append(errs, err)
 		}

@@ -203,6 +203,14 @@ func plugBoard(s *State, b *Board) error {
 	if err := bh.LinkSetUp(eth); err != nil {
 		return fmt.Errorf("island: board %s: eth0: %w", b.Name, err)
 	}
+	// A real board's default route covers Service addresses, which the
+	// kernel routes before their rules turn them into pods'. The island
+	// has no way out, so the board gets just that range, through the
+	// host, whose route for it is unreachable.
+	svc := clusterRanges[1]
+	if err := bh.RouteReplace(&netlink.Route{LinkIndex: eth.Attrs().Index, Dst: ipNet(svc.Addr(), svc.Bits()), Gw: s.Host.AsSlice()}); err != nil {
+		return fmt.Errorf("island: board %s: route to %v: %w", b.Name, svc, err)
+	}
 	// Receive offload on both ends of the cable, as a board's Ethernet
 	// and a switch have it; only a speed-up.
 	_ = netns.Do(ns, func() error { return podnet.SetGRO("eth0") })

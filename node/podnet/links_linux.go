@@ -181,6 +181,11 @@ func (n *Network) plumb(r *record) error {
 			return fail(fmt.Errorf("veth %s into %s: %w", name, n.cfg.Bridge, err))
 		}
 	}
+	// Hairpin: a pod reaching itself through its Service gets its packets
+	// back through the port they came from.
+	if err := n.h.LinkSetHairpin(host, true); err != nil {
+		return fail(fmt.Errorf("veth %s hairpin: %w", name, err))
+	}
 	if err := n.h.LinkSetUp(host); err != nil {
 		return fail(fmt.Errorf("veth %s up: %w", name, err))
 	}

@@ -260,6 +260,9 @@ func TestRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p, err := b.h.LinkGetProtinfo(veth); err != nil || !p.Hairpin {
+		t.Errorf("the pod's bridge port is not in hairpin mode (%+v, %v): a pod cannot reach itself through its Service", p, err)
+	}
 
 	// A new CIDR while pods hold addresses: refused, nothing changed.
 	if err := b.net.SetPodCIDR(netip.MustParsePrefix("10.42.40.0/24")); err == nil || !strings.Contains(err.Error(), "2 attached pods") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -79,9 +80,15 @@ type Config struct {
 	// Allocatable is the Node's allocatable: the limits of containers
 	// without limits, as the downward API sees them.
 	Allocatable corev1.ResourceList
-	// ResolvConf is the file containers get as /etc/resolv.conf; default
-	// the board's /etc/resolv.conf.
+	// ResolvConf is the board's resolver configuration, the base of each
+	// pod's /etc/resolv.conf (all of it with dnsPolicy Default); default
+	// /etc/resolv.conf.
 	ResolvConf string
+	// ClusterDNS is the cluster DNS's address, the nameserver of pods with
+	// dnsPolicy ClusterFirst, and ClusterDomain the cluster's domain. No
+	// ClusterDNS: every pod gets the board's resolvers (as Default).
+	ClusterDNS    netip.Addr
+	ClusterDomain string
 	// Resync is how often every pod is synced without a cause (configMap
 	// and secret changes reach volumes then); default 60 s.
 	Resync time.Duration

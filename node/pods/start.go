@@ -188,7 +188,7 @@ func (m *Manager) containerSpec(ctx context.Context, pod *corev1.Pod, ps *podSta
 	dir := m.podDir(pod.UID)
 	s.Mounts = append(s.Mounts, containers.Mount{Source: filepath.Join(dir, "hosts"), Destination: "/etc/hosts"},
 		containers.Mount{Source: filepath.Join(dir, "hostname"), Destination: "/etc/hostname"},
-		containers.Mount{Source: m.cfg.ResolvConf, Destination: "/etc/resolv.conf", ReadOnly: true})
+		containers.Mount{Source: filepath.Join(dir, "resolv.conf"), Destination: "/etc/resolv.conf", ReadOnly: true})
 	if tm := c.TerminationMessagePath; tm != "" {
 		f := filepath.Join(dir, "termination", c.Name+"-"+strconv.Itoa(n))
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/dns"
 	"github.com/isle-cluster/isle/node/netns"
 )
 
@@ -281,8 +283,9 @@ func (m *Manager) sandbox(ctx context.Context, pod *corev1.Pod, ps *podState) er
 	return nil
 }
 
-// podFiles writes the files every container of the pod gets: /etc/hosts
-// and /etc/hostname.
+// podFiles writes the files every container of the pod gets: /etc/hosts,
+// /etc/hostname and /etc/resolv.conf (by the pod's dnsPolicy, as a kubelet
+// writes it).
 func (m *Manager) podFiles(pod *corev1.Pod, ps *podState) error {
 	dir := m.podDir(pod.UID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -304,7 +307,11 @@ func (m *Manager) podFiles(pod *corev1.Pod, ps *podState) error {
 			}
 		}
 	}
-	for name, content := range map[string]string{"hosts": hosts, "hostname": host + "\n"} {
+	resolv, err := m.resolvConf(pod)
+	if err != nil {
+		return err
+	}
+	for name, content := range map[string]string{"hosts": hosts, "hostname": host + "\n", "resolv.conf": string(resolv)} {
 		p := filepath.Join(dir, name)
 		if b, err := os.ReadFile(p); err == nil && string(b) == content {
 			continue
@@ -314,6 +321,24 @@ func (m *Manager) podFiles(pod *corev1.Pod, ps *podState) error {
 		}
 	}
 	return nil
+}
+
+// resolvConf is the pod's /etc/resolv.conf: the board's file with its
+// dnsPolicy applied.
+func (m *Manager) resolvConf(pod *corev1.Pod) ([]byte, error) {
+	host, err := os.ReadFile(m.cfg.ResolvConf)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("pods: the board's resolver configuration: %w", err)
+	}
+	if !m.cfg.ClusterDNS.IsValid() && pod.Spec.DNSPolicy != corev1.DNSNone {
+		pod = pod.DeepCopy()
+		pod.Spec.DNSPolicy = corev1.DNSDefault
+	}
+	out, err := dns.PodResolvConf(pod, m.cfg.ClusterDNS, m.cfg.ClusterDomain, host)
+	if err != nil {
+		return nil, fmt.Errorf("pods: /etc/resolv.conf: %w", err)
+	}
+	return out, nil
 }
 
 func podHostname(pod *corev1.Pod) string {

@@ -1,0 +1,686 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/miekg/dns"
+
+	"github.com/isle-cluster/isle/node/containers/ctrtest"
+	"github.com/isle-cluster/isle/node/netns"
+)
+
+// echoAnswer is what e2e/echoserver answers.
+type echoAnswer struct {
+	Host   string      `json:"host"`
+	Path   string      `json:"path"`
+	Remote string      `json:"remote"`
+	Header http.Header `json:"header"`
+}
+
+// trafficManifest: three echo replicas and one other, Services of every
+// kind over them, and a client pod on pi4 (busybox and the hello client).
+const trafficManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata: {labels: {app: echo}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: echo
+        image: ECHO
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe:
+          httpGet: {path: /ready, port: http}
+          periodSeconds: PERIOD
+          failureThreshold: 1
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: other}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: other}}
+  template:
+    metadata: {labels: {app: other}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: echo
+        image: ECHO
+        ports: [{name: http, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo-np}
+spec:
+  type: NodePort
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo-local}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: 30081}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo-sticky}
+spec:
+  sessionAffinity: ClientIP
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo-headless}
+spec:
+  clusterIP: None
+  selector: {app: echo}
+  ports: [{name: http, port: 8080, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other}
+spec:
+  selector: {app: other}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nothing}
+spec:
+  selector: {app: nothing}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  nodeName: pi4
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: HELLO
+    command: [sleep, "3600"]
+`
+
+// probePeriod is the echo replicas' readiness probe period.
+const probePeriod = 2 * time.Second
+
+// TestServiceTraffic runs Services, the cluster DNS and the Ingress on an
+// island of three servers and two agents, then the tutorial's hands-on
+// check verbatim, then stops every server: the boards keep answering.
+func TestServiceTraffic(t *testing.T) {
+	isl := startIsland(t, 3, 2)
+	echoImg := ctrtest.Busybox(t)
+	echoImg.Files["/usr/bin/echoserver"] = ctrtest.File{Data: ctrtest.GoBinary(t, "github.com/isle-cluster/isle/e2e/echoserver"), Mode: 0o755}
+	echoImg.Entrypoint, echoImg.Cmd = []string{"/usr/bin/echoserver"}, nil
+	echo := isl.image(ctrtest.Push(t, isl.state.RegistryAddr(), "isle/echo:1", echoImg, nil))
+	isl.apply(t, strings.NewReplacer("ECHO", echo, "HELLO", isl.hello, "PERIOD", fmt.Sprint(probePeriod.Seconds())).Replace(trafficManifest))
+	k := isl.kubectl
+	waitFor(t, 120*time.Second, "three echo replicas and one other Ready", func() bool {
+		return readyPods(k, "app=echo") == 3 && readyPods(k, "app=other") == 1
+	})
+	client := isl.waitRunning(t, 60*time.Second, "client")["client"]
+	from := isl.podNetns(client)
+	echoes := podsByName(t, k, "app=echo")
+	clusterIP := func(svc string) string { return k.ok(t, "get", "svc", svc, "-o", "jsonpath={.spec.clusterIP}") }
+	waitFor(t, 30*time.Second, "the echo Service answering the client", func() bool {
+		_, err := echoGet(from, "http://"+clusterIP("echo")+"/", "")
+		return err == nil
+	})
+
+	t.Run("ClusterIP balances over three replicas", func(t *testing.T) {
+		seen := map[string]int{}
+		for range 60 {
+			a, err := echoGet(from, "http://"+clusterIP("echo")+"/", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[a.Host]++
+		}
+		for name := range echoes {
+			if seen[name] == 0 {
+				t.Errorf("replica %s got none of 60 connections: %v", name, seen)
+			}
+		}
+		if len(seen) != 3 {
+			t.Errorf("60 connections went to %v, want the three replicas", seen)
+		}
+	})
+	t.Run("sessionAffinity ClientIP keeps a client on one replica", func(t *testing.T) {
+		seen := map[string]int{}
+		for range 20 {
+			a, err := echoGet(from, "http://"+clusterIP("echo-sticky")+"/", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[a.Host]++
+		}
+		if len(seen) != 1 {
+			t.Fatalf("20 connections of one client went to %v, want one replica", seen)
+		}
+	})
+	t.Run("a Service without ready endpoints refuses at once", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		c, err := netns.Dialer(from)(ctx, "tcp", clusterIP("nothing")+":80")
+		if err == nil {
+			c.Close()
+			t.Fatal("connected to a Service without endpoints")
+		}
+		if took := time.Since(start); !errors.Is(err, syscall.ECONNREFUSED) || took > time.Second {
+			t.Fatalf("dial: %v after %v, want connection refused at once", err, took)
+		}
+	})
+	t.Run("NodePort from another board", func(t *testing.T) {
+		a, err := echoGet(boardNetns("pi4"), "http://"+isl.boardAddr("pi5")+":30080/np", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := echoes[a.Host]; !ok || a.Path != "/np" {
+			t.Fatalf("node port answered %+v", a)
+		}
+		// externalTrafficPolicy Local: the board's own replica, and the
+		// client's address kept.
+		for name, node := range echoes {
+			a, err := echoGet(boardNetns("pi4"), "http://"+isl.boardAddr(node)+":30081/", "")
+			if err != nil {
+				t.Fatalf("node port with externalTrafficPolicy Local on %s: %v", node, err)
+			}
+			if host, _, _ := net.SplitHostPort(a.Remote); a.Host != name || host != isl.boardAddr("pi4") {
+				t.Fatalf("node port with externalTrafficPolicy Local on %s: answered by %s from %s, want %s seeing %s", node, a.Host, a.Remote, name, isl.boardAddr("pi4"))
+			}
+		}
+	})
+	t.Run("DNS inside a pod", func(t *testing.T) {
+		mustMatch(t, "the client's resolv.conf", k.ok(t, "exec", "client", "--", "cat", "/etc/resolv.conf"),
+			`(?m)^nameserver 10\.43\.0\.10$`, `(?m)^search default\.svc\.cluster\.local svc\.cluster\.local cluster\.local$`, `(?m)^options ndots:5$`)
+		// The search path, the DNS and the Service, from the container's
+		// own resolver (Go's, in the hello client).
+		out := k.ok(t, "exec", "client", "--", "/usr/bin/hello", "get", "http://echo/by-name")
+		var a echoAnswer
+		if err := json.Unmarshal([]byte(out), &a); err != nil || a.Path != "/by-name" {
+			t.Fatalf("GET http://echo/by-name from the client: %q (%v)", out, err)
+		}
+		stub := startStubDNS(t, isl.state.Host.String()+":53", "outside.isle.test.", "192.0.2.7")
+		q := func(name string, typ uint16) *dns.Msg {
+			t.Helper()
+			m, err := dnsQuery(from, "10.43.0.10:53", name, typ)
+			if err != nil {
+				t.Fatalf("DNS %s %s: %v", dns.TypeToString[typ], name, err)
+			}
+			return m
+		}
+		if got := answers(q("echo.default.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{clusterIP("echo")}) {
+			t.Errorf("A echo: %v, want %s", got, clusterIP("echo"))
+		}
+		var ips []string
+		for name := range echoes {
+			ips = append(ips, isl.pod(t, name).Status.PodIP)
+		}
+		slices.Sort(ips)
+		if got := answers(q("echo-headless.default.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, ips) {
+			t.Errorf("A of the headless Service: %v, want the pods' %v", got, ips)
+		}
+		if got := answers(q("_http._tcp.echo.default.svc.cluster.local.", dns.TypeSRV)); !slices.Equal(got, []string{"80 echo.default.svc.cluster.local."}) {
+			t.Errorf("SRV _http._tcp.echo: %v", got)
+		}
+		rev, _ := dns.ReverseAddr(clusterIP("echo"))
+		if got := answers(q(rev, dns.TypePTR)); !slices.Equal(got, []string{"echo.default.svc.cluster.local."}) {
+			t.Errorf("PTR %s: %v", rev, got)
+		}
+		if m := q("missing.default.svc.cluster.local.", dns.TypeA); m.Rcode != dns.RcodeNameError {
+			t.Errorf("a missing Service: %s, want NXDOMAIN", dns.RcodeToString[m.Rcode])
+		}
+		if got := answers(q("outside.isle.test.", dns.TypeA)); !slices.Equal(got, []string{"192.0.2.7"}) {
+			t.Errorf("a name outside the cluster: %v, want the stub resolver's 192.0.2.7", got)
+		}
+		if stub.queries() == 0 {
+			t.Error("the stub resolver was never asked")
+		}
+	})
+	t.Run("Ingress", func(t *testing.T) { testIngress(t, isl) })
+	t.Run("an unready replica leaves the rotation within one probe period", func(t *testing.T) {
+		var victim string
+		for name := range echoes {
+			victim = name
+			break
+		}
+		ip := isl.pod(t, victim).Status.PodIP
+		if err := postFrom(from, "http://"+ip+":8080/ready/off"); err != nil {
+			t.Fatal(err)
+		}
+		off := time.Now()
+		// It has left when 30 connections in a row miss it; it left when
+		// the first of them was made.
+		misses, left := 0, off
+		for misses < 30 {
+			at := time.Now()
+			a, err := echoGet(from, "http://"+clusterIP("echo")+"/", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Host == victim {
+				misses = 0
+			} else {
+				if misses == 0 {
+					left = at
+				}
+				misses++
+			}
+			if time.Since(off) > 10*probePeriod {
+				t.Fatalf("%s still gets connections %v after its readiness failed", victim, time.Since(off))
+			}
+		}
+		took := left.Sub(off)
+		t.Logf("the unready replica left the rotation after %v (probe period %v)", took.Round(time.Millisecond), probePeriod)
+		// One period to notice, plus the way to the rules (status,
+		// EndpointSlice, every board's rules).
+		if took > probePeriod+time.Second {
+			t.Errorf("the unready replica left after %v, want within one probe period (%v) and a second", took, probePeriod)
+		}
+	})
+	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
+	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
+		// A replica on each board, so that the agents have their own (the
+		// autoscaler would take them back).
+		k.ok(t, "delete", "hpa", "hello")
+		k.ok(t, "scale", "deploy", "hello", "--replicas=5")
+		waitFor(t, 120*time.Second, "five hello replicas Ready", func() bool { return readyPods(k, "app=hello") == 5 })
+		for _, s := range []string{"pi1", "pi2", "pi3"} {
+			isl.board(t, "stop", s)
+		}
+		for _, b := range []string{"pi4", "pi5"} {
+			for n := range 10 {
+				out, err := exec.Command("curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://"+isl.boardAddr(b)+"/hello").Output()
+				if err != nil || string(out) != "200" {
+					t.Fatalf("curl http://%s/hello (%s, try %d) with every server stopped: %q, %v", isl.boardAddr(b), b, n, out, err)
+				}
+			}
+		}
+	})
+}
+
+// testIngress checks host and path routing, TLS, WebSockets and 503s
+// through the boards' ingress controllers.
+func testIngress(t *testing.T, isl *testIsland) {
+	k := isl.kubectl
+	certPEM, keyPEM, pool := selfSigned(t, "secure.isle.test")
+	isl.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: secure-tls}
+type: kubernetes.io/tls
+data: {tls.crt: %s, tls.key: %s}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: routes}
+spec:
+  tls:
+  - hosts: [secure.isle.test]
+    secretName: secure-tls
+  rules:
+  - host: a.isle.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: echo, port: {name: http}}}}
+      - {path: /other, pathType: Prefix, backend: {service: {name: other, port: {number: 80}}}}
+      - {path: /other/exact, pathType: Exact, backend: {service: {name: echo, port: {number: 80}}}}
+  - host: "*.wild.isle.test"
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: other, port: {number: 80}}}}
+  - host: secure.isle.test
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}
+`, base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM)))
+	board := "http://" + isl.boardAddr("pi2")
+	waitFor(t, 30*time.Second, "the Ingress served", func() bool {
+		_, err := echoGet("", board+"/", "a.isle.test")
+		return err == nil
+	})
+	for _, c := range []struct{ host, path, backend string }{
+		{"a.isle.test", "/", "echo"},
+		{"a.isle.test", "/other/x", "other"},
+		{"a.isle.test", "/other/exact", "echo"}, // Exact before Prefix
+		{"a.isle.test", "/otherwise", "echo"},   // /other does not match /otherwise
+		{"x.wild.isle.test", "/", "other"},
+	} {
+		a, err := echoGet("", board+c.path, c.host)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", c.host, c.path, err)
+		}
+		if !strings.HasPrefix(a.Host, c.backend+"-") || a.Path != c.path {
+			t.Errorf("GET %s%s: answered by %s for %s, want %s", c.host, c.path, a.Host, a.Path, c.backend)
+		}
+		if c.path == "/" && c.host == "a.isle.test" {
+			if xff := a.Header.Get("X-Forwarded-For"); xff != isl.state.Host.String() || a.Header.Get("X-Forwarded-Proto") != "http" ||
+				a.Header.Get("X-Forwarded-Host") != "a.isle.test" {
+				t.Errorf("forwarded headers: %v", a.Header)
+			}
+		}
+	}
+	if code, body := statusOf(t, board+"/", "nothing.isle.test"); code != http.StatusNotFound {
+		t.Errorf("a host no rule names: %d %q, want 404", code, body)
+	}
+
+	t.Run("TLS by SNI from the Secret", func(t *testing.T) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "secure.isle.test"}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, "https://"+isl.boardAddr("pi3")+"/tls", nil)
+		req.Host = "secure.isle.test"
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("HTTPS with SNI secure.isle.test: %v", err)
+		}
+		defer resp.Body.Close()
+		var a echoAnswer
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(a.Host, "echo-") {
+			t.Fatalf("HTTPS: %s %+v %v", resp.Status, a, err)
+		}
+		if a.Header.Get("X-Forwarded-Proto") != "https" {
+			t.Errorf("X-Forwarded-Proto over TLS: %q", a.Header.Get("X-Forwarded-Proto"))
+		}
+	})
+	t.Run("WebSocket", func(t *testing.T) {
+		d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+		c, resp, err := d.Dial("ws://"+isl.boardAddr("pi4")+"/ws", http.Header{"Host": {"a.isle.test"}})
+		if err != nil {
+			t.Fatalf("WebSocket through the ingress: %v (%v)", err, resp)
+		}
+		defer c.Close()
+		for _, msg := range []string{"hello", "again"} {
+			if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, got, err := c.ReadMessage()
+			if err != nil || !strings.HasPrefix(string(got), "echo-") || !strings.HasSuffix(string(got), ": "+msg) {
+				t.Fatalf("echo of %q: %q, %v", msg, got, err)
+			}
+		}
+	})
+	t.Run("status shows the boards", func(t *testing.T) {
+		var want []string
+		for _, b := range isl.state.Boards {
+			want = append(want, b.Addr.String())
+		}
+		waitFor(t, 20*time.Second, "the Ingress's addresses", func() bool {
+			return k.ok(t, "get", "ingress", "routes", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}") == strings.Join(want, " ")
+		})
+	})
+	t.Run("503 naming the Service when scaled to zero", func(t *testing.T) {
+		k.ok(t, "scale", "deploy", "other", "--replicas=0")
+		waitFor(t, 30*time.Second, "503 from the scaled-down backend", func() bool {
+			code, body := statusOf(t, board+"/other/x", "a.isle.test")
+			return code == http.StatusServiceUnavailable && strings.Contains(body, "default/other")
+		})
+	})
+}
+
+// testHandsOn runs the tutorial's "動手 5 分鐘" commands as they are written
+// (../shared/seeds), with the hello app applied, and checks what the
+// tutorial says they show.
+func testHandsOn(t *testing.T, isl *testIsland) {
+	k := isl.kubectl
+	manifest, err := os.ReadFile("../deploy/examples/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isl.apply(t, string(manifest))
+	waitFor(t, 120*time.Second, "three hello replicas Ready", func() bool { return readyPods(k, "app=hello") == 3 })
+	waitFor(t, 60*time.Second, "the claim Bound", func() bool {
+		return k.ok(t, "get", "pvc", "hello-data", "-o", "jsonpath={.status.phase}") == "Bound"
+	})
+	script := `set -e
+kubectl get all -A -o wide
+kubectl get deploy,rs,pod,svc,ingress,pvc,hpa -A
+kubectl get nodes
+kubectl get pv
+kubectl get --raw='/readyz' && echo
+kubectl get nodes
+curl -s -o /dev/null -w "外部入口 %{http_code}\n" http://localhost/hello
+kubectl get endpointslices -l kubernetes.io/service-name=hello
+kubectl get pvc -A
+kubectl get pv
+`
+	// On a board, where the tutorial runs it: localhost is the board.
+	cmd := exec.Command("ip", "netns", "exec", "isle-pi1", "bash", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+k.home, "KUBECONFIG="+k.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	t.Logf("the hands-on check on pi1:\n%s", out)
+	if err != nil {
+		t.Fatalf("the hands-on check: %v", err)
+	}
+	mustMatch(t, "the hands-on check", string(out),
+		`(?m)^ok$`,                 // API Server readiness
+		`(?m)^pi5 +Ready +<none> `, // Nodes Ready
+		`(?m)^外部入口 200$`,           // the entrance answers 200
+		`(?m)^hello-\S+ +IPv4 +8080 +10\.42\.\d+\.\d+,10\.42\.\d+\.\d+,10\.42\.\d+\.\d+ `, // the slice has its backends
+		`(?m)^default +hello-data +Bound +pvc-`,                                           // the claim is bound
+		`service/hello +ClusterIP +10\.43\.`, `service/kubernetes +ClusterIP +10\.43\.0\.1 `, `service/kube-dns +ClusterIP +10\.43\.0\.10 `,
+		`ingress.networking.k8s.io/hello +isle +\* +10\.77\.0\.11,10\.77\.0\.12,10\.77\.0\.13,10\.77\.0\.14,10\.77\.0\.15 +80 `)
+	// And from this machine to a board's port 80, as from a laptop.
+	curl, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "外部入口 %{http_code}\n", "http://"+isl.boardAddr("pi5")+"/hello").Output()
+	if err != nil || string(curl) != "外部入口 200\n" {
+		t.Fatalf("curl http://%s/hello from the host: %q, %v", isl.boardAddr("pi5"), curl, err)
+	}
+}
+
+// readyPods counts the Ready pods with the label selector.
+func readyPods(k *kubectlRunner, selector string) int {
+	out, _, err := k.run("", "get", "pods", "-l", selector, "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(out, "True")
+}
+
+// podsByName maps the names of the pods with the selector to their nodes.
+func podsByName(t *testing.T, k *kubectlRunner, selector string) map[string]string {
+	t.Helper()
+	out := k.ok(t, "get", "pods", "-l", selector, "-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}`)
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if name, node, ok := strings.Cut(l, " "); ok {
+			m[name] = node
+		}
+	}
+	return m
+}
+
+// echoGet fetches url from the namespace ns ("" this one), with the Host
+// header host if not empty, on a new connection, and decodes the echo.
+func echoGet(ns, url, host string) (echoAnswer, error) {
+	var a echoAnswer
+	tr := &http.Transport{DisableKeepAlives: true}
+	if ns != "" {
+		tr.DialContext = netns.Dialer(ns)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return a, fmt.Errorf("GET %s (Host %s): %s: %s", url, host, resp.Status, body)
+	}
+	return a, json.Unmarshal(body, &a)
+}
+
+// statusOf is the status code and body of GET url with Host host.
+func statusOf(t *testing.T, url, host string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Host = host
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s (Host %s): %v", url, host, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// postFrom POSTs to url from the namespace ns.
+func postFrom(ns, url string) error {
+	tr := &http.Transport{DialContext: netns.Dialer(ns), DisableKeepAlives: true}
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Post(url, "text/plain", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// dnsQuery asks server (UDP) from the namespace ns.
+func dnsQuery(ns, server, name string, typ uint16) (*dns.Msg, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := netns.Dialer(ns)(ctx, "udp", server)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	m := new(dns.Msg)
+	m.SetQuestion(name, typ)
+	m.SetEdns0(4096, false)
+	conn := &dns.Conn{Conn: c}
+	if err := conn.WriteMsg(m); err != nil {
+		return nil, err
+	}
+	return conn.ReadMsg()
+}
+
+// answers are a reply's answer records in short form, sorted: addresses,
+// "PORT TARGET" of SRV, the target of PTR and CNAME.
+func answers(m *dns.Msg) []string {
+	var out []string
+	for _, rr := range m.Answer {
+		switch r := rr.(type) {
+		case *dns.A:
+			out = append(out, r.A.String())
+		case *dns.SRV:
+			out = append(out, fmt.Sprintf("%d %s", r.Port, r.Target))
+		case *dns.PTR:
+			out = append(out, r.Ptr)
+		case *dns.CNAME:
+			out = append(out, r.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stubDNS is a resolver of the test's own on the island's LAN: the
+// boards' upstream (the island's resolv.conf names the host).
+type stubDNS struct{ asked chan struct{} }
+
+func (s *stubDNS) queries() int { return len(s.asked) }
+
+// startStubDNS answers name with ip (A) on addr (UDP), NXDOMAIN otherwise.
+func startStubDNS(t *testing.T, addr, name, ip string) *stubDNS {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatalf("stub resolver on %s: %v", addr, err)
+	}
+	s := &stubDNS{asked: make(chan struct{}, 1000)}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		select {
+		case s.asked <- struct{}{}:
+		default:
+		}
+		m := new(dns.Msg)
+		m.SetReply(q)
+		if len(q.Question) == 1 && strings.EqualFold(q.Question[0].Name, name) && q.Question[0].Qtype == dns.TypeA {
+			m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(ip)}}
+		} else {
+			m.Rcode = dns.RcodeNameError
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return s
+}
+
+// selfSigned is a certificate for host, its key, and a pool that trusts it.
+func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	var c, k bytes.Buffer
+	_ = pem.Encode(&c, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	_ = pem.Encode(&k, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return c.Bytes(), k.Bytes(), pool
+}

@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/isle-cluster/isle/node/dns"
+	"github.com/isle-cluster/isle/node/ingress"
+	"github.com/isle-cluster/isle/node/proxy"
+)
+
+// DefaultClusterDNS is the cluster DNS's address when Config.ClusterDNS is
+// unset: the tenth of the default service range.
+var DefaultClusterDNS = netip.MustParsePrefix("10.43.0.10/32").Addr()
+
+// DefaultClusterDomain is the cluster's DNS domain when Config.ClusterDomain
+// is unset.
+const DefaultClusterDomain = "cluster.local"
+
+// trafficRetry is how soon a failed update of the Service rules is tried
+// again.
+const trafficRetry = time.Second
+
+// trafficCoalesce gathers the changes that come together (a rollout
+// changes slices one after the other) into one update.
+const trafficCoalesce = 10 * time.Millisecond
+
+// runTraffic is the board's part of Service traffic, once the board has its
+// pod CIDR: the Service rules (node/proxy), the cluster DNS on the bridge's
+// address (node/dns; the cluster DNS address is sent there) and the
+// ingress controller (node/ingress), all fed from informers of Services,
+// EndpointSlices, Ingresses, IngressClasses and TLS Secrets. With the
+// control plane unreachable the informers keep what they had, so traffic
+// keeps flowing as it was.
+func (a *Agent) runTraffic(ctx context.Context) error {
+	select {
+	case <-a.net.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	a.net.mu.Lock()
+	podCIDR := a.net.cidr
+	a.net.mu.Unlock()
+	bridgeIP := podCIDR.Addr().Next()
+
+	px, err := proxy.New(proxy.Config{NodeName: a.cfg.Credential.Name, ClusterCIDR: a.cfg.ClusterCIDR, PodCIDR: podCIDR,
+		DNS: proxy.DNSRedirect{ServiceIP: a.cfg.ClusterDNS, Target: bridgeIP}, Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer px.Close()
+	upstreams, err := dns.UpstreamsFromResolvConf(a.cfg.ResolvConf)
+	if err != nil {
+		a.log.Warn("agent: the cluster DNS forwards no names outside the cluster", "err", err)
+	}
+	ds, err := dns.New(dns.Config{Addrs: []string{net.JoinHostPort(bridgeIP.String(), "53")}, Domain: a.cfg.ClusterDomain,
+		Upstreams: upstreams, Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := ds.Start(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer ds.Close()
+	collectors := []prometheus.Collector{px.Collector(), ds.Collector()}
+	var ing *ingress.Controller
+	if a.cfg.IngressHTTP != "" {
+		if ing, err = ingress.New(ingress.Config{HTTPAddr: a.cfg.IngressHTTP, HTTPSAddr: a.cfg.IngressHTTPS, Logger: a.log}); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		if err := ing.Start(); err != nil {
+			// Services and DNS still work; the port may be another's.
+			a.log.Error("agent: no ingress controller on this board", "err", err)
+			ing = nil
+		} else {
+			defer ing.Close()
+			collectors = append(collectors, ing.Collector())
+		}
+	}
+	if r := a.cfg.Registerer; r != nil {
+		for _, c := range collectors {
+			if err := r.Register(c); err != nil {
+				return fmt.Errorf("agent: traffic metrics: %w", err)
+			}
+			defer r.Unregister(c)
+		}
+	}
+	a.log.Info("agent: Service traffic served", "dns", bridgeIP, "cluster-dns", a.cfg.ClusterDNS, "ingress", a.cfg.IngressHTTP)
+
+	inf, err := a.trafficInformers()
+	if err != nil {
+		return err
+	}
+	kick := make(chan struct{}, 1)
+	for _, i := range inf.all() {
+		poke := func(any) {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+		if _, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,
+			UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
+			return fmt.Errorf("agent: traffic informers: %w", err)
+		}
+		go i.Run(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), inf.synced()...) {
+		return nil // ctx ended
+	}
+	var retry <-chan time.Time
+	for {
+		svcs, slices := listOf[*corev1.Service](inf.services), listOf[*discoveryv1.EndpointSlice](inf.slices)
+		retry = nil
+		if err := px.Sync(svcs, slices); err != nil {
+			a.log.Warn("agent: Service rules not updated; retrying", "err", err, "in", trafficRetry)
+			retry = time.After(trafficRetry)
+		}
+		ds.Update(svcs, slices)
+		if ing != nil {
+			ing.Update(ingress.Snapshot{Ingresses: listOf[*networkingv1.Ingress](inf.ingresses),
+				Classes: listOf[*networkingv1.IngressClass](inf.classes), Services: svcs, Slices: slices,
+				Secrets: listOf[*corev1.Secret](inf.secrets)})
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-retry:
+		case <-kick:
+			time.Sleep(trafficCoalesce)
+		}
+	}
+}
+
+// trafficInformers are the informers of what Service traffic needs.
+type trafficInformers struct {
+	services, slices, ingresses, classes, secrets cache.SharedIndexInformer
+}
+
+func (t trafficInformers) all() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{t.services, t.slices, t.ingresses, t.classes, t.secrets}
+}
+
+func (t trafficInformers) synced() []cache.InformerSynced {
+	var out []cache.InformerSynced
+	for _, i := range t.all() {
+		out = append(out, i.HasSynced)
+	}
+	return out
+}
+
+func (a *Agent) trafficInformers() (trafficInformers, error) {
+	discovery, err := newGroupClient(a.cfg.Credential, a.servers, discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme)
+	if err != nil {
+		return trafficInformers{}, err
+	}
+	networking, err := newGroupClient(a.cfg.Credential, a.servers, networkingv1.SchemeGroupVersion, networkingv1.AddToScheme)
+	if err != nil {
+		return trafficInformers{}, err
+	}
+	informer := func(c *rest.RESTClient, resource string, obj runtime.Object, sel fields.Selector) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, resource, "", sel), obj, 0, cache.Indexers{})
+	}
+	return trafficInformers{
+		services:  informer(a.client, "services", &corev1.Service{}, fields.Everything()),
+		slices:    informer(discovery, "endpointslices", &discoveryv1.EndpointSlice{}, fields.Everything()),
+		ingresses: informer(networking, "ingresses", &networkingv1.Ingress{}, fields.Everything()),
+		classes:   informer(networking, "ingressclasses", &networkingv1.IngressClass{}, fields.Everything()),
+		// Only the Secrets an ingress may serve.
+		secrets: informer(a.client, "secrets", &corev1.Secret{}, fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))),
+	}, nil
+}
+
+// listOf is what an informer holds, as T.
+func listOf[T runtime.Object](i cache.SharedIndexInformer) []T {
+	objs := i.GetStore().List()
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
