@@ -59,7 +59,7 @@ test-e2e: build ## whole-binary tests against out/isle
 # traffic.
 test-e2e-race:
 	$(GO) build -race -o $(OUT)/isle-race ./cmd/isle
-	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork' ./e2e/...
+	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork|TestServiceTraffic' ./e2e/...
 
 # One package at a time (-p 1): emulated, two packages of controller tests
 # on two cores starve each other past the tests' deadlines.
