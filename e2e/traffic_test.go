@@ -177,6 +177,10 @@ func TestServiceTraffic(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen[a.Host]++
+			// A pod's address is kept inside the pod network.
+			if host, _, _ := net.SplitHostPort(a.Remote); host != client.Status.PodIP {
+				t.Fatalf("%s saw the client as %s, want its pod address %s", a.Host, a.Remote, client.Status.PodIP)
+			}
 		}
 		for name := range echoes {
 			if seen[name] == 0 {

@@ -21,7 +21,7 @@ const TableName = "isle-podnet"
 //	table ip isle-podnet {
 //	  chain postrouting { type nat hook postrouting priority srcnat
 //	    ip saddr P ip daddr != C masquerade                # pods to the world
-//	    ip saddr P ip daddr P ct status dnat masquerade    # pod to a hostPort of its own board
+//	    ip saddr P ip daddr P meta mark & 0x8000 != 0 masquerade   # pod to a hostPort of its own board
 //	  }
 //	  chain prerouting { type nat hook prerouting priority dstnat
 //	    fib daddr type local jump hostports
@@ -30,13 +30,16 @@ const TableName = "isle-podnet"
 //	    ip daddr != 127.0.0.0/8 fib daddr type local jump hostports
 //	  }
 //	  chain hostports {
-//	    [ip daddr HOSTIP] meta l4proto tcp th dport 8080 dnat to POD:80
+//	    [ip daddr HOSTIP] meta l4proto tcp th dport 8080 meta mark set mark | 0x8000 dnat to POD:80
 //	    ...
 //	  }
 //	}
 //
 // Loopback addresses are left out: a packet from 127.0.0.1 cannot leave
-// the board for a pod.
+// the board for a pod. The mark bit 0x8000 (HostPortMark) is the table's:
+// only hostPort traffic between pods of the board is masqueraded, so that
+// a pod reaching its own hostPort gets the replies; a pod reaching another
+// through a Service (package proxy) keeps its address.
 
 // writeTable replaces the table with the one that follows from the pod
 // CIDR and the records, in one transaction.
@@ -56,7 +59,7 @@ func (n *Network) writeTable() error {
 	c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: slices.Concat(
 		inPrefix(12, p, true), inPrefix(16, cluster, false), []expr.Any{&expr.Masq{}})})
 	c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: slices.Concat(
-		inPrefix(12, p, true), inPrefix(16, p, true), ctDNAT(), []expr.Any{&expr.Masq{}})})
+		inPrefix(12, p, true), inPrefix(16, p, true), marked(), []expr.Any{&expr.Masq{}})})
 
 	hostports := c.AddChain(&nftables.Chain{Table: t, Name: "hostports"})
 	jump := []expr.Any{
@@ -105,17 +108,27 @@ func inPrefix(offset uint32, p netip.Prefix, in bool) []expr.Any {
 	}
 }
 
-// ipsDstNAT is IPS_DST_NAT of the conntrack status
-// (linux/netfilter/nf_conntrack_common.h).
-const ipsDstNAT = 1 << 5
+// HostPortMark is the packet mark bit of hostPort traffic, set with its
+// DNAT.
+const HostPortMark = 0x8000
 
-// ctDNAT matches connections whose destination was NATed.
-func ctDNAT() []expr.Any {
+// marked matches packets with HostPortMark.
+func marked() []expr.Any {
 	return []expr.Any{
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: make([]byte, 4)},
+			Mask: binaryutil.NativeEndian.PutUint32(HostPortMark), Xor: make([]byte, 4)},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
+	}
+}
+
+// mark sets HostPortMark on the packet, keeping its other bits.
+func mark() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(^uint32(HostPortMark)), Xor: binaryutil.NativeEndian.PutUint32(HostPortMark)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: 1},
 	}
 }
 
@@ -131,11 +144,13 @@ func dnat(hp hostPort, ip netip.Addr) []expr.Any {
 	if hp.Protocol == corev1.ProtocolUDP {
 		proto = unix.IPPROTO_UDP
 	}
-	return append(e,
+	e = append(e,
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(hp.HostPort)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(hp.HostPort)})
+	e = append(e, mark()...)
+	return append(e,
 		&expr.Immediate{Register: 1, Data: ip.AsSlice()},
 		&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(hp.ContainerPort)},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},

@@ -135,6 +135,7 @@ func TestHostPort(t *testing.T) {
 	expect(t, "from the board itself", b.ns, "tcp", bWeb, "web saw "+b.ip.String())
 	expect(t, "from a pod of another board", a1.ns, "tcp", bWeb, "web saw "+a.ip.String())
 	expect(t, "from a pod of the same board", b2.ns, "tcp", bWeb, "web saw "+gateway(b.cidr).String())
+	expect(t, "from the pod itself (hairpin)", web.ns, "tcp", bWeb, "web saw "+gateway(b.cidr).String())
 	expect(t, "hostIP", a.ns, "tcp", addrPort(b.ip, 9090), "only saw "+a.ip.String())
 	if !unreachable(b.ns, "tcp", addrPort(gateway(b.cidr), 9090)) {
 		t.Error("hostPort with a hostIP answered on another address")
