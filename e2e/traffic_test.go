@@ -191,6 +191,37 @@ func TestServiceTraffic(t *testing.T) {
 			t.Errorf("60 connections went to %v, want the three replicas", seen)
 		}
 	})
+	t.Run("a replica reaches itself through its Service (hairpin)", func(t *testing.T) {
+		for name := range echoes {
+			ns := isl.podNetns(isl.pod(t, name))
+			self := 0
+			for range 30 {
+				a, err := echoGet(ns, "http://"+clusterIP("echo")+"/", "")
+				if err != nil {
+					t.Fatalf("from %s through the Service: %v", name, err)
+				}
+				if a.Host == name {
+					self++
+				}
+			}
+			if self == 0 {
+				t.Errorf("%s never reached itself in 30 connections through its Service", name)
+			}
+		}
+	})
+	t.Run("packets per Service on the board's /metrics", func(t *testing.T) {
+		for range 5 {
+			if _, err := echoGet(boardNetns("pi1"), "http://"+clusterIP("echo")+"/", ""); err != nil {
+				t.Fatalf("from pi1 itself through the Service: %v", err)
+			}
+		}
+		body, err := httpGet(boardNetns("pi1"), "http://127.0.0.1:6444/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, "pi1's /metrics", body, `(?m)^isle_proxy_service_packets_total\{namespace="default",port="http",service="echo"\} [1-9]`,
+			`(?m)^isle_proxy_sync_duration_seconds_count [1-9]`, `(?m)^# HELP isle_dns_`, `(?m)^# HELP isle_ingress_`)
+	})
 	t.Run("sessionAffinity ClientIP keeps a client on one replica", func(t *testing.T) {
 		seen := map[string]int{}
 		for range 20 {
