@@ -5,16 +5,14 @@ import (
 	"errors"
 	"net"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // TestDeadEndpointsTimeOut is TestDeadEndpointsRefused with dead
@@ -25,39 +23,18 @@ import (
 // off, so no neighbor lookup fails instead); the live ones listen on its
 // loopback.
 func TestDeadEndpointsTimeOut(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "" {
-			t.Skip("needs root: creates a network namespace and a link in it")
-		}
-		t.Fatal("needs root: creates a network namespace and a link in it (CI must run as root)")
-	}
+	nstest.RequireRoot(t, "creates a network namespace and a link in it")
 	t.Parallel()
-	ns := filepath.Join(t.TempDir(), "endpoints")
-	if err := netns.Create(ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Delete(ns); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	h := netlinkIn(t, ns)
+	ns := nstest.NS(t, t.TempDir(), "endpoints")
+	h := nstest.Handle(t, ns)
 	link := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "drop0"}, PeerName: "drop1"}
 	if err := h.LinkAdd(link); err != nil {
 		t.Fatalf("add veth pair: %v", err)
 	}
-	for _, step := range []struct {
-		what string
-		err  error
-	}{
-		{"turn ARP off", h.LinkSetARPOff(link)},
-		{"add address", h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 99, 0, 1), Mask: net.CIDRMask(24, 32)}})},
-		{"set up", h.LinkSetUp(link)},
-	} {
-		if step.err != nil {
-			t.Fatalf("veth drop0: %s: %v", step.what, step.err)
-		}
+	if err := h.LinkSetARPOff(link); err != nil {
+		t.Fatalf("veth drop0: turn ARP off: %v", err)
 	}
+	nstest.AddrUp(t, h, "drop0", netip.MustParsePrefix("10.99.0.1/24"))
 	dial := netns.Dialer(ns)
 	dead := []string{"10.99.0.2:8080", "10.99.0.3:8080", "10.99.0.4:8080"}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -73,34 +50,11 @@ func TestDeadEndpointsTimeOut(t *testing.T) {
 	testDeadEndpoints(t, live, dead, dial, false)
 }
 
-// netlinkIn returns a netlink handle in the namespace at path, closed at
-// the end of the test.
-func netlinkIn(t *testing.T, path string) *netlink.Handle {
-	t.Helper()
-	ns, err := vnetns.GetFromPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
-
 // serveIn starts a backendServer on the loopback of the namespace at path
 // and returns its address.
 func serveIn(t *testing.T, path, name string) string {
 	t.Helper()
-	var ln net.Listener
-	if err := netns.Do(path, func() (err error) {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ln := nstest.Listen(t, path, "tcp", "127.0.0.1:0")
 	s := httptest.NewUnstartedServer(nameHandler(name))
 	s.Listener.Close()
 	s.Listener = ln

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // groOn reads whether GRO is on for the link name in the calling thread's
@@ -19,7 +20,7 @@ func groOn(t *testing.T, name string) bool {
 
 // TestAttachTurnsGROOn: both ends of a pod's veth receive with GRO.
 func TestAttachTurnsGROOn(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t, needsRoot)
 	b := newLAN(t).board(1)
 	p := b.attach("gro")
 	for _, c := range []struct{ ns, link string }{{b.ns, vethName(p.uid)}, {p.ns, podIf}} {

@@ -10,13 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/nftables"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 	"github.com/isle-cluster/isle/node/pods"
 )
 
@@ -55,11 +54,11 @@ func TestTraffic(t *testing.T) {
 	}
 	a1, a2, b1 := a.attach("a1"), a.attach("a2"), b.attach("b1")
 	for _, p := range []*pod{a1, a2, b1} {
-		serveTCP(t, p.ns, ":80", p.key)
-		serveUDP(t, p.ns, ":53", p.key)
+		nstest.ServeTCP(t, p.ns, ":80", p.key)
+		nstest.ServeUDP(t, p.ns, ":53", p.key)
 	}
-	serveTCP(t, a.ns, addrPort(a.ip, 7000), a.name)
-	serveTCP(t, b.ns, addrPort(b.ip, 7000), b.name)
+	nstest.ServeTCP(t, a.ns, addrPort(a.ip, 7000), a.name)
+	nstest.ServeTCP(t, b.ns, addrPort(b.ip, 7000), b.name)
 
 	saw := func(server string, ip netip.Addr) string { return server + " saw " + ip.String() }
 	expect(t, "pod to pod across boards", a1.ns, "tcp", addrPort(b1.ip, 80), saw(b1.key, a1.ip))
@@ -74,7 +73,7 @@ func TestTraffic(t *testing.T) {
 	expect(t, "board to a pod of another board", b.ns, "udp", addrPort(a2.ip, 53), saw(a2.key, b.ip))
 
 	// The pod's side: eth0 with the LAN's MTU, default route via the gateway.
-	ph := handle(t, a1.ns)
+	ph := nstest.Handle(t, a1.ns)
 	eth0, err := ph.LinkByName("eth0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,10 +122,10 @@ func TestHostPort(t *testing.T) {
 	web := b.attach("web",
 		corev1.ContainerPort{ContainerPort: 80, HostPort: 8080},
 		corev1.ContainerPort{ContainerPort: 53, HostPort: 8053, Protocol: corev1.ProtocolUDP})
-	serveTCP(t, web.ns, ":80", "web")
-	serveUDP(t, web.ns, ":53", "web")
+	nstest.ServeTCP(t, web.ns, ":80", "web")
+	nstest.ServeUDP(t, web.ns, ":53", "web")
 	only := b.attach("only", corev1.ContainerPort{ContainerPort: 80, HostPort: 9090, HostIP: b.ip.String()})
-	serveTCP(t, only.ns, ":80", "only")
+	nstest.ServeTCP(t, only.ns, ":80", "only")
 	a1, b2 := a.attach("a1"), b.attach("b2")
 
 	bWeb := addrPort(b.ip, 8080)
@@ -143,7 +142,7 @@ func TestHostPort(t *testing.T) {
 
 	// Conflicts.
 	p := newPod("clash", corev1.ContainerPort{ContainerPort: 80, HostPort: 8080})
-	path := newNS(t, t.TempDir(), "clash")
+	path := nstest.NS(t, t.TempDir(), "clash")
 	_, err := b.net.Attach(t.Context(), p, path)
 	if err == nil || !strings.Contains(err.Error(), "8080") || !strings.Contains(err.Error(), web.key) {
 		t.Fatalf("Attach of a pod whose hostPort is taken = %v; want an error naming the port and %s", err, web.key)
@@ -164,7 +163,7 @@ func TestHostPort(t *testing.T) {
 		t.Error("hostPort of a detached pod answered")
 	}
 	p2 := newPod("next", corev1.ContainerPort{ContainerPort: 80, HostPort: 8080})
-	if _, err := b.net.Attach(t.Context(), p2, newNS(t, t.TempDir(), "next")); err != nil {
+	if _, err := b.net.Attach(t.Context(), p2, nstest.NS(t, t.TempDir(), "next")); err != nil {
 		t.Errorf("Attach of a freed hostPort: %v", err)
 	}
 }
@@ -197,7 +196,7 @@ func TestAllocator(t *testing.T) {
 	const workers, cycles = 4, 50
 	var wg sync.WaitGroup
 	for w := range workers {
-		path := newNS(t, t.TempDir(), fmt.Sprintf("w%d", w))
+		path := nstest.NS(t, t.TempDir(), fmt.Sprintf("w%d", w))
 		wg.Go(func() {
 			for c := range cycles {
 				p := newPod(fmt.Sprintf("w%d-c%d", w, c))
@@ -255,7 +254,7 @@ func TestRestart(t *testing.T) {
 	l := newLAN(t)
 	b := l.board(4)
 	kept := b.attach("kept", corev1.ContainerPort{ContainerPort: 80, HostPort: 8080})
-	serveTCP(t, kept.ns, ":80", "kept")
+	nstest.ServeTCP(t, kept.ns, ":80", "kept")
 	gone := b.attach("gone")
 	veth, err := b.h.LinkByName(vethName(kept.uid))
 	if err != nil {
@@ -310,7 +309,7 @@ func TestRestart(t *testing.T) {
 	}
 
 	// A pod whose eth0 is gone (half-made) is repaired.
-	ph := handle(t, next.ns)
+	ph := nstest.Handle(t, next.ns)
 	eth0, err := ph.LinkByName("eth0")
 	if err != nil {
 		t.Fatal(err)
@@ -321,14 +320,14 @@ func TestRestart(t *testing.T) {
 	if _, err := b.net.Attach(t.Context(), newPod("next"), next.ns); err != nil {
 		t.Fatal(err)
 	}
-	serveTCP(t, next.ns, ":80", "next")
+	nstest.ServeTCP(t, next.ns, ":80", "next")
 	expect(t, "repaired pod", b.ns, "tcp", addrPort(next.ip, 80), "next saw "+gateway(b.cidr).String())
 }
 
 func TestBadState(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t, needsRoot)
 	dir := t.TempDir()
-	cfg := Config{NodeIP: netip.MustParseAddr("10.99.0.10"), StateDir: dir, Netns: newNS(t, dir, "board")}
+	cfg := Config{NodeIP: netip.MustParseAddr("10.99.0.10"), StateDir: dir, Netns: nstest.NS(t, dir, "board")}
 	bad := filepath.Join(dir, "pod-u-1.json")
 	if err := os.WriteFile(bad, []byte("{torn"), 0o600); err != nil {
 		t.Fatal(err)
@@ -459,16 +458,7 @@ func TestUninstall(t *testing.T) {
 	if got := a.ourRoutes(); len(got) != 0 {
 		t.Errorf("routes left: %v", got)
 	}
-	ns, err := vnetns.GetFromPath(a.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := c.ListTables()
+	tables, err := nstest.NFTables(t, a.ns).ListTables()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +478,7 @@ func TestUninstall(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
-	if l, err := handle(t, p.ns).LinkByName("eth0"); err == nil {
+	if l, err := nstest.Handle(t, p.ns).LinkByName("eth0"); err == nil {
 		t.Errorf("pod eth0 left: %v", l.Attrs())
 	}
 	if err := Uninstall(Config{StateDir: a.cfg.StateDir, Netns: a.ns}); err != nil {

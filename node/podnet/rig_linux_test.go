@@ -1,29 +1,21 @@
 package podnet
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // The test rig: a LAN (a bridge in a namespace of its own) and boards
@@ -31,63 +23,8 @@ import (
 // Network and pod CIDR 10.42.x.0/24. Nothing is put in the host's
 // namespace.
 
-// requireRoot skips (developer machine) or fails (CI) a test that needs root.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "" {
-		t.Skip("needs root: creates network namespaces, links and nftables tables")
-	}
-	t.Fatal("needs root: creates network namespaces, links and nftables tables (CI must run as root)")
-}
-
-// requireNetfilter skips a test under qemu-user, which does not emulate
-// netlink's netfilter protocol (nftables): the native run tests it.
-func requireNetfilter(t *testing.T) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
-	if errors.Is(err, unix.EPROTONOSUPPORT) {
-		t.Skip("netlink's netfilter protocol is not there (qemu-user does not emulate it): nftables cannot be tested here")
-	}
-	if err != nil {
-		t.Fatalf("netlink netfilter socket: %v", err)
-	}
-	unix.Close(fd)
-}
-
-// newNS creates a namespace under dir, deleted at the end of the test.
-func newNS(t *testing.T, dir, name string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := netns.Create(path); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Delete(path); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return path
-}
-
-// handle is a netlink handle in the namespace at path, closed at the end
-// of the test.
-func handle(t *testing.T, path string) *netlink.Handle {
-	t.Helper()
-	ns, err := vnetns.GetFromPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
+// needsRoot says what the tests of the rig need root for.
+const needsRoot = "creates network namespaces, links and nftables tables"
 
 // logBuf collects a Network's log for the test to read.
 type logBuf struct {
@@ -128,11 +65,11 @@ type board struct {
 
 // newLAN makes the LAN: bridge lan0 in a namespace of its own.
 func newLAN(t *testing.T) *lan {
-	requireRoot(t)
-	requireNetfilter(t)
+	nstest.RequireRoot(t, needsRoot)
+	nstest.RequireNetfilter(t)
 	dir := t.TempDir()
-	l := &lan{t: t, dir: dir, ns: newNS(t, dir, "lan")}
-	l.h = handle(t, l.ns)
+	l := &lan{t: t, dir: dir, ns: nstest.NS(t, dir, "lan")}
+	l.h = nstest.Handle(t, l.ns)
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "lan0"}}
 	if err := l.h.LinkAdd(br); err != nil {
 		t.Fatal(err)
@@ -151,17 +88,9 @@ func (l *lan) board(i int) *board {
 	b := &board{t: t, name: fmt.Sprintf("board%d", i), log: &logBuf{},
 		ip:   netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + i)}),
 		cidr: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 42, byte(i), 0}), 24)}
-	b.ns = newNS(t, l.dir, b.name)
-	b.h = handle(t, b.ns)
-	ns, err := vnetns.GetFromPath(b.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("lan-b%d", i)}, PeerName: "eth0", PeerNamespace: netlink.NsFd(ns)}
-	if err := l.h.LinkAdd(veth); err != nil {
-		t.Fatal(err)
-	}
+	b.ns = nstest.NS(t, l.dir, b.name)
+	b.h = nstest.Handle(t, b.ns)
+	veth := nstest.Veth(t, l.h, fmt.Sprintf("lan-b%d", i), b.ns)
 	br, err := l.h.LinkByName("lan0")
 	if err != nil {
 		t.Fatal(err)
@@ -172,16 +101,7 @@ func (l *lan) board(i int) *board {
 	if err := l.h.LinkSetUp(veth); err != nil {
 		t.Fatal(err)
 	}
-	eth0, err := b.h.LinkByName("eth0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.h.AddrAdd(eth0, &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(b.ip, 24))}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.h.LinkSetUp(eth0); err != nil {
-		t.Fatal(err)
-	}
+	nstest.AddrUp(t, b.h, "eth0", netip.PrefixFrom(b.ip, 24))
 	b.cfg = Config{
 		NodeIP:   b.ip,
 		StateDir: filepath.Join(l.dir, b.name+"-state"),
@@ -229,7 +149,7 @@ func (b *board) attach(name string, ports ...corev1.ContainerPort) *pod {
 	t := b.t
 	t.Helper()
 	p := newPod(name, ports...)
-	path := newNS(t, t.TempDir(), name)
+	path := nstest.NS(t, t.TempDir(), name)
 	ips, err := b.net.Attach(t.Context(), p, path)
 	if err != nil {
 		t.Fatal(err)
@@ -244,103 +164,18 @@ func (b *board) attach(name string, ports ...corev1.ContainerPort) *pod {
 	return &pod{uid: p.UID, key: "default/" + name, ns: path, ip: ip}
 }
 
-// serveTCP listens on addr inside the namespace at ns; every connection
-// is told "name saw ADDR", ADDR being its source as the server sees it.
-func serveTCP(t *testing.T, ns, addr, name string) {
-	t.Helper()
-	var l net.Listener
-	if err := netns.Do(ns, func() (err error) {
-		l, err = net.Listen("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			fmt.Fprintf(c, "%s saw %s\n", name, host)
-			c.Close()
-		}
-	}()
-}
-
-// serveUDP answers every datagram on addr inside ns as serveTCP does.
-func serveUDP(t *testing.T, ns, addr, name string) {
-	t.Helper()
-	var c net.PacketConn
-	if err := netns.Do(ns, func() (err error) {
-		c, err = net.ListenPacket("udp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			_, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(from.String())
-			fmt.Fprintf(writerTo{c, from}, "%s saw %s\n", name, host)
-		}
-	}()
-}
-
-type writerTo struct {
-	c  net.PacketConn
-	to net.Addr
-}
-
-func (w writerTo) Write(p []byte) (int, error) { return w.c.WriteTo(p, w.to) }
-
-// dial connects from the namespace ns to addr and returns the server's
-// line ("name saw ADDR").
-func dial(ns, network, addr string) (string, error) {
-	return dialWithin(5*time.Second, ns, network, addr)
-}
-
-// unreachable reports whether a dial from ns to addr fails within a
-// second.
+// unreachable reports whether a connection from ns to addr fails within
+// a second.
 func unreachable(ns, network, addr string) bool {
-	_, err := dialWithin(time.Second, ns, network, addr)
+	_, err := nstest.Ask(ns, network, addr, time.Second)
 	return err != nil
 }
 
-func dialWithin(timeout time.Duration, ns, network, addr string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	// UDP may lose the first datagram while ARP resolves: ask again.
-	for {
-		c, err := netns.Dialer(ns)(ctx, network, addr)
-		if err != nil {
-			return "", err
-		}
-		deadline, _ := ctx.Deadline()
-		if network == "udp" {
-			deadline = time.Now().Add(500 * time.Millisecond)
-			c.Write([]byte("hi"))
-		}
-		c.SetReadDeadline(deadline)
-		line, err := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		if err != nil && network == "udp" && ctx.Err() == nil {
-			continue
-		}
-		return strings.TrimSpace(line), err
-	}
-}
-
-// expect dials and checks the answer.
+// expect asks the server at addr from ns (as nstest.Ask) and checks its
+// answer.
 func expect(t *testing.T, what, ns, network, addr, want string) {
 	t.Helper()
-	got, err := dial(ns, network, addr)
+	got, err := nstest.Ask(ns, network, addr, 5*time.Second)
 	if err != nil {
 		t.Errorf("%s: %s %s: %v", what, network, addr, err)
 		return

@@ -3,8 +3,6 @@ package probe
 import (
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -12,34 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // TestInNetns probes a server listening on the loopback of a network
 // namespace of its own, as a pod's is before its network is set up.
 func TestInNetns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "" {
-			t.Skip("needs root: creates a network namespace")
-		}
-		t.Fatal("needs root: creates a network namespace (CI must run as root)")
-	}
-	path := filepath.Join(t.TempDir(), "pod")
-	if err := netns.Create(path); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Delete(path); err != nil {
-			t.Error(err)
-		}
-	})
-	var l net.Listener
-	if err := netns.Do(path, func() error {
-		var err error
-		l, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	nstest.RequireRoot(t, "creates a network namespace")
+	path := nstest.NS(t, t.TempDir(), "pod")
+	l := nstest.Listen(t, path, "tcp", "127.0.0.1:0")
 	var hits atomic.Int32
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
 	go srv.Serve(l)

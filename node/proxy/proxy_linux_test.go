@@ -21,6 +21,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // webPorts are the ports of the slices of the service "web": TCP "http"
@@ -112,7 +113,7 @@ func TestNotReadyEndpoints(t *testing.T) {
 func refusedFast(t *testing.T, what, ns string, addr netip.AddrPort) {
 	t.Helper()
 	start := time.Now()
-	_, err := dialWithin(2*time.Second, ns, "tcp", addr)
+	_, err := nstest.Ask(ns, "tcp", addr.String(), 2*time.Second)
 	if took := time.Since(start); !errors.Is(err, syscall.ECONNREFUSED) || took > time.Second {
 		t.Errorf("%s: connecting to %v: %v after %v; want ECONNREFUSED within a second", what, addr, err, took)
 	}
@@ -121,7 +122,7 @@ func refusedFast(t *testing.T, what, ns string, addr netip.AddrPort) {
 // dropped checks that a TCP connection to addr from ns gets no answer.
 func dropped(t *testing.T, what, ns string, addr netip.AddrPort) {
 	t.Helper()
-	_, err := dialWithin(700*time.Millisecond, ns, "tcp", addr)
+	_, err := nstest.Ask(ns, "tcp", addr.String(), 700*time.Millisecond)
 	if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("%s: connecting to %v: %v; want no answer (a timeout)", what, addr, err)
 	}
@@ -137,7 +138,7 @@ func TestNoEndpointsRefused(t *testing.T) {
 	refusedFast(t, "cluster IP without endpoints, from the board", r.board, webHTTP)
 	refusedFast(t, "a port the cluster IP does not have", client.ns, netip.AddrPortFrom(serviceIP, 81))
 
-	_, err := dialWithin(time.Second, client.ns, "udp", webEcho)
+	_, err := nstest.Ask(client.ns, "udp", webEcho.String(), time.Second)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("UDP to %v without endpoints: %v; want ECONNREFUSED", webEcho, err)
 	}
@@ -176,7 +177,7 @@ func TestNodePort(t *testing.T) {
 	extIP := netip.MustParseAddr("192.168.50.1")
 	ext.Spec.ExternalIPs = []string{extIP.String()}
 	r.sync([]*corev1.Service{ext}, slice)
-	r.check(r.handle(r.client).RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: extIP.AsSlice(), Mask: net.CIDRMask(32, 32)}, Gw: boardIP.AsSlice()}))
+	r.check(nstest.Handle(t, r.client).RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: extIP.AsSlice(), Mask: net.CIDRMask(32, 32)}, Gw: boardIP.AsSlice()}))
 	if got, saw := hits(t, 20, r.client, "tcp", netip.AddrPortFrom(extIP, 80)); len(got) < 2 || !maps.Equal(saw, set(bridgeIP.String())) {
 		t.Errorf("the external IP: reached %v, seen as %v; want several endpoints seeing the board's %v", got, saw, bridgeIP)
 	}
@@ -310,7 +311,7 @@ func TestIncrementalSync(t *testing.T) {
 	if got := r.rules(svc); slices.Equal(got, before[svc]) {
 		t.Errorf("chain %s kept its rules %v; want them rewritten (2 endpoints, not 3)", svc, got)
 	}
-	chains, err := r.nft().ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	chains, err := nstest.NFTables(t, r.board).ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	r.check(err)
 	for _, ch := range chains {
 		if ch.Name == epC {
@@ -331,7 +332,7 @@ func TestFailedSyncRewritesAll(t *testing.T) {
 
 	// Someone removes the table: the next change fails, as the chains it
 	// would change are gone...
-	r.check(deleteTable(r.nft()))
+	r.check(deleteTable(nstest.NFTables(t, r.board)))
 	if err := r.px.Sync([]*corev1.Service{web(), other}, []*discoveryv1.EndpointSlice{otherSlice,
 		endpointSlice("web", "web-1", webPorts, ready(a.ip, nodeName), ready(b.ip, nodeName))}); err == nil {
 		t.Fatal("Sync of a change to a table that is gone succeeded; want an error")
@@ -353,13 +354,13 @@ func TestNewReplacesStaleTable(t *testing.T) {
 	r := newRig(t, "a", "client")
 	r.check(r.px.Close())
 	// A table a previous run left, with something of its own.
-	c := r.nft()
+	c := nstest.NFTables(t, r.board)
 	tb := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName})
 	c.AddChain(&nftables.Chain{Table: tb, Name: "stale"})
 	r.check(c.Flush())
 
 	r.start()
-	chains, err := r.nft().ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	chains, err := nstest.NFTables(t, r.board).ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	r.check(err)
 	var names []string
 	for _, ch := range chains {
@@ -436,8 +437,8 @@ func TestCounters(t *testing.T) {
 func TestDNSRedirect(t *testing.T) {
 	r := newRig(t, "client")
 	client := r.pods["client"]
-	serveUDP(t, r.board, netip.AddrPortFrom(bridgeIP, 53).String(), "dns")
-	serveTCP(t, r.board, netip.AddrPortFrom(bridgeIP, 53).String(), "dns")
+	nstest.ServeUDP(t, r.board, netip.AddrPortFrom(bridgeIP, 53).String(), "dns")
+	nstest.ServeTCP(t, r.board, netip.AddrPortFrom(bridgeIP, 53).String(), "dns")
 	// The cluster DNS Service has no selector and no endpoints: it is not
 	// programmed as a Service (else it would be rejected).
 	kubeDNS := service("kube-dns", dnsIP, udpPort("dns", 53), tcpPort("dns-tcp", 53))
@@ -468,7 +469,7 @@ func TestWithoutBridgeNetfilter(t *testing.T) {
 	// The rig is sound: without br_netfilter and without the fallback,
 	// the endpoint's reply skips conntrack and the connection fails.
 	resync(true)
-	if line, err := dialWithin(time.Second, client.ns, "tcp", webHTTP); err == nil {
+	if line, err := nstest.Ask(client.ns, "tcp", webHTTP.String(), time.Second); err == nil {
 		t.Fatalf("bridged replies without br_netfilter: %q; want the connection to fail", line)
 	}
 	// The fallback: masquerade, so that the reply comes back through the board.
@@ -498,7 +499,7 @@ func TestNewTurnsBridgeNetfilterOn(t *testing.T) {
 func TestCloseAndUninstall(t *testing.T) {
 	r := newRig(t)
 	hasTable := func() bool {
-		_, err := r.nft().ListTableOfFamily(TableName, nftables.TableFamilyIPv4)
+		_, err := nstest.NFTables(t, r.board).ListTableOfFamily(TableName, nftables.TableFamilyIPv4)
 		return err == nil
 	}
 	if !hasTable() {

@@ -1,30 +1,23 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/node/netns"
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // The test rig: a board (a namespace with bridge isle0 at 10.42.1.1/24
@@ -50,50 +43,6 @@ var (
 	serviceIP = netip.MustParseAddr("10.43.0.20")
 )
 
-// requireRoot skips (developer machine) or fails (CI) a test that needs root.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "" {
-		t.Skip("needs root: creates network namespaces, links and nftables tables")
-	}
-	t.Fatal("needs root: creates network namespaces, links and nftables tables (CI must run as root)")
-}
-
-// requireNetfilter skips a test under qemu-user, which does not emulate
-// netlink's netfilter protocol (nftables): the native run tests it.
-func requireNetfilter(t testing.TB) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
-	if errors.Is(err, unix.EPROTONOSUPPORT) {
-		t.Skip("netlink's netfilter protocol is not there (qemu-user does not emulate it): nftables cannot be tested here")
-	}
-	if err != nil {
-		t.Fatalf("netlink netfilter socket: %v", err)
-	}
-	unix.Close(fd)
-}
-
-// logBuf collects the proxy's log for the test to read.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 type rig struct {
 	t      testing.TB
 	dir    string
@@ -102,7 +51,6 @@ type rig struct {
 	h      *netlink.Handle
 	pods   map[string]*pod
 	px     *Proxy
-	log    *logBuf
 }
 
 type pod struct {
@@ -114,42 +62,39 @@ type pod struct {
 // newRig makes the board, the client and a pod with a server for each
 // name (10.42.1.2, .3, ... in order), and starts the proxy.
 func newRig(t testing.TB, pods ...string) *rig {
-	requireRoot(t)
-	requireNetfilter(t)
-	r := &rig{t: t, dir: t.TempDir(), pods: map[string]*pod{}, log: &logBuf{}}
-	r.board = r.newNS("board")
-	r.client = r.newNS("client")
-	r.h = r.handle(r.board)
-	ch := r.handle(r.client)
+	nstest.RequireRoot(t, "creates network namespaces, links and nftables tables")
+	nstest.RequireNetfilter(t)
+	r := &rig{t: t, dir: t.TempDir(), pods: map[string]*pod{}}
+	r.board = nstest.NS(t, r.dir, "board")
+	r.client = nstest.NS(t, r.dir, "client")
+	r.h = nstest.Handle(t, r.board)
+	ch := nstest.Handle(t, r.client)
 
-	r.veth(r.h, "lan0", r.client)
-	r.addrUp(r.h, "lan0", netip.PrefixFrom(boardIP, 24))
-	r.addrUp(ch, "eth0", netip.PrefixFrom(clientIP, 24))
+	nstest.Veth(t, r.h, "lan0", r.client)
+	nstest.AddrUp(t, r.h, "lan0", netip.PrefixFrom(boardIP, 24))
+	nstest.AddrUp(t, ch, "eth0", netip.PrefixFrom(clientIP, 24))
 	r.check(r.h.RouteAdd(&netlink.Route{Gw: clientIP.AsSlice()}))
 
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "isle0"}}
 	r.check(r.h.LinkAdd(br))
-	r.addrUp(r.h, "isle0", netip.PrefixFrom(bridgeIP, 24))
+	nstest.AddrUp(t, r.h, "isle0", netip.PrefixFrom(bridgeIP, 24))
 	r.check(netns.Do(r.board, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
 	}))
 
 	for i, name := range pods {
-		p := &pod{name: name, ns: r.newNS("pod-" + name), ip: netip.AddrFrom4([4]byte{10, 42, 1, byte(2 + i)})}
-		host := "veth-" + name
-		r.veth(r.h, host, p.ns)
-		l, err := r.h.LinkByName(host)
-		r.check(err)
+		p := &pod{name: name, ns: nstest.NS(t, r.dir, "pod-"+name), ip: netip.AddrFrom4([4]byte{10, 42, 1, byte(2 + i)})}
+		l := nstest.Veth(t, r.h, "veth-"+name, p.ns)
 		r.check(r.h.LinkSetMaster(l, br))
 		// As a CNI bridge does: a pod reaching itself through a Service
 		// gets its packets back out of the port they came in by.
 		r.check(r.h.LinkSetHairpin(l, true))
 		r.check(r.h.LinkSetUp(l))
-		ph := r.handle(p.ns)
-		r.addrUp(ph, "eth0", netip.PrefixFrom(p.ip, 24))
+		ph := nstest.Handle(t, p.ns)
+		nstest.AddrUp(t, ph, "eth0", netip.PrefixFrom(p.ip, 24))
 		r.check(ph.RouteAdd(&netlink.Route{Gw: bridgeIP.AsSlice()}))
-		serveTCP(t, p.ns, fmt.Sprintf(":%d", podPort), name)
-		serveUDP(t, p.ns, fmt.Sprintf(":%d", podPort), name)
+		nstest.ServeTCP(t, p.ns, fmt.Sprintf(":%d", podPort), name)
+		nstest.ServeUDP(t, p.ns, fmt.Sprintf(":%d", podPort), name)
 		r.pods[name] = p
 	}
 	r.start()
@@ -161,7 +106,7 @@ func (r *rig) start() {
 	r.t.Helper()
 	px, err := New(Config{Netns: r.board, NodeName: nodeName, PodCIDR: podCIDR,
 		DNS:    DNSRedirect{ServiceIP: dnsIP, Target: bridgeIP},
-		Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	r.check(err)
 	r.px = px
 	r.t.Cleanup(func() { px.Close() })
@@ -174,49 +119,6 @@ func (r *rig) check(err error) {
 	}
 }
 
-// newNS creates a namespace, deleted at the end of the test.
-func (r *rig) newNS(name string) string {
-	r.t.Helper()
-	path := filepath.Join(r.dir, name)
-	r.check(netns.Create(path))
-	r.t.Cleanup(func() {
-		if err := netns.Delete(path); err != nil {
-			r.t.Errorf("cleanup: %v", err)
-		}
-	})
-	return path
-}
-
-// handle is a netlink handle in the namespace at path.
-func (r *rig) handle(path string) *netlink.Handle {
-	r.t.Helper()
-	ns, err := vnetns.GetFromPath(path)
-	r.check(err)
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	r.check(err)
-	r.t.Cleanup(h.Close)
-	return h
-}
-
-// veth makes a veth pair: name in h's namespace, eth0 in peer's.
-func (r *rig) veth(h *netlink.Handle, name, peer string) {
-	r.t.Helper()
-	ns, err := vnetns.GetFromPath(peer)
-	r.check(err)
-	defer ns.Close()
-	r.check(h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: "eth0", PeerNamespace: netlink.NsFd(ns)}))
-}
-
-// addrUp gives the link an address and brings it up.
-func (r *rig) addrUp(h *netlink.Handle, link string, p netip.Prefix) {
-	r.t.Helper()
-	l, err := h.LinkByName(link)
-	r.check(err)
-	r.check(h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}}))
-	r.check(h.LinkSetUp(l))
-}
-
 // sync runs Sync and fails the test on an error.
 func (r *rig) sync(svcs []*corev1.Service, slices ...*discoveryv1.EndpointSlice) {
 	r.t.Helper()
@@ -226,7 +128,7 @@ func (r *rig) sync(svcs []*corev1.Service, slices ...*discoveryv1.EndpointSlice)
 // rules are the handles of the rules of a chain of the table.
 func (r *rig) rules(chain string) []uint64 {
 	r.t.Helper()
-	c := r.nft()
+	c := nstest.NFTables(r.t, r.board)
 	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
 	rules, err := c.GetRules(t, &nftables.Chain{Table: t, Name: chain})
 	r.check(err)
@@ -237,95 +139,10 @@ func (r *rig) rules(chain string) []uint64 {
 	return hs
 }
 
-// nft is a connection to nftables in the board's namespace.
-func (r *rig) nft() *nftables.Conn {
-	r.t.Helper()
-	ns, err := vnetns.GetFromPath(r.board)
-	r.check(err)
-	r.t.Cleanup(func() { ns.Close() })
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
-	r.check(err)
-	return c
-}
-
-// serveTCP listens on addr inside the namespace ns; every connection is
-// told "NAME saw SOURCE".
-func serveTCP(t testing.TB, ns, addr, name string) {
-	t.Helper()
-	var l net.Listener
-	if err := netns.Do(ns, func() (err error) {
-		l, err = net.Listen("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			fmt.Fprintf(c, "%s saw %s\n", name, host)
-			c.Close()
-		}
-	}()
-}
-
-// serveUDP answers every datagram on addr inside ns as serveTCP does.
-func serveUDP(t testing.TB, ns, addr, name string) {
-	t.Helper()
-	var c net.PacketConn
-	if err := netns.Do(ns, func() (err error) {
-		c, err = net.ListenPacket("udp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			_, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(from.String())
-			c.WriteTo(fmt.Appendf(nil, "%s saw %s\n", name, host), from)
-		}
-	}()
-}
-
-// dial connects from the namespace ns to addr and returns the server's
-// line ("NAME saw SOURCE").
+// dial asks the server at addr from the namespace ns (as nstest.Ask,
+// within 5 seconds) and returns its line ("NAME saw SOURCE").
 func dial(ns, network string, addr netip.AddrPort) (string, error) {
-	return dialWithin(5*time.Second, ns, network, addr)
-}
-
-func dialWithin(timeout time.Duration, ns, network string, addr netip.AddrPort) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	// UDP may lose the first datagram while ARP resolves: ask again.
-	for {
-		c, err := netns.Dialer(ns)(ctx, network, addr.String())
-		if err != nil {
-			return "", err
-		}
-		deadline, _ := ctx.Deadline()
-		if network == "udp" {
-			deadline = time.Now().Add(300 * time.Millisecond)
-			c.Write([]byte("hi"))
-		}
-		c.SetReadDeadline(deadline)
-		line, err := bufio.NewReader(c).ReadString('\n')
-		c.Close()
-		var ne net.Error
-		if network == "udp" && errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-			continue
-		}
-		return strings.TrimSpace(line), err
-	}
+	return nstest.Ask(ns, network, addr.String(), 5*time.Second)
 }
 
 // hits dials n times and counts the answers by server name; the sources
