@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl
 
-.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network demo demo-down lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic demo demo-down lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -82,6 +82,9 @@ bench-agent: setup build ## an island of a server and an agent board: pod start 
 
 bench-network: setup build ## an island of 3 servers and 2 agents: isle up time, TCP throughput and round trips pod to pod against board to board (TRIALS=5 DURATION=5s)
 	$(GO) run ./node/netbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s)
+
+bench-traffic: setup build ## an island of a server and 2 agents: HTTP req/s and p99 to a pod through its ClusterIP and the Ingress against its pod IP, DNS queries/s, Service rule updates (TRIALS=5 DURATION=5s CONNS=16)
+	$(GO) run ./node/trafficbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s) -conns $(or $(CONNS),16)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/node/island"
+	"github.com/isle-cluster/isle/node/islandbench"
 	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
@@ -94,20 +95,20 @@ func run(ctx context.Context, o options) (err error) {
 	m := benchkit.ReadMachine()
 	fmt.Printf("machine: %d CPUs (%s), kernel %s; %s; island in %s\n", m.CPUs, m.CPUModel, m.Kernel, version, o.dir)
 
-	isl := &islands{bin: o.isle, dir: o.dir}
-	if err := isl.down(); err != nil { // what an earlier run left
+	isl := &islandbench.Island{Bin: o.isle, Dir: o.dir, Servers: servers, Agents: agents}
+	if err := isl.Down(); err != nil { // what an earlier run left
 		return err
 	}
-	defer func() { err = errors.Join(err, isl.down()) }()
+	defer func() { err = errors.Join(err, isl.Down()) }()
 
 	var ups []float64
 	for i := range o.trials {
 		if i > 0 {
-			if err := isl.down(); err != nil {
+			if err := isl.Down(); err != nil {
 				return err
 			}
 		}
-		took, err := isl.up(ctx)
+		took, err := isl.Up(ctx)
 		if err != nil {
 			return err
 		}

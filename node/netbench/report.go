@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/isle-cluster/isle/node/islandbench"
 	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
@@ -12,7 +13,7 @@ import (
 // results; without a pod path (podErr says why) its rows are n/a.
 func report(ups []float64, paths []pathResult, podErr error) benchkit.Table {
 	var t benchkit.Table
-	up := median(ups)
+	up := islandbench.Median(ups)
 	t.Row(fmt.Sprintf("isle up, %d servers + %d agents, median", servers, agents), fmt.Sprintf("%.1f s", up), "≤ 20 s", up <= 20)
 	t.Row("isle up, max", fmt.Sprintf("%.1f s", slices.Max(ups)), "", true)
 
@@ -36,10 +37,10 @@ func report(ups []float64, paths []pathResult, podErr error) benchkit.Table {
 		v, ok := value()
 		t.Row(measure, v, target, ok)
 	}
-	podRow("TCP throughput pod → pod, median", "", func() (string, bool) { return gbit(median(pod.gbits)), true })
-	t.Row("TCP throughput board → board (LAN), median", gbit(median(board.gbits)), "", true)
+	podRow("TCP throughput pod → pod, median", "", func() (string, bool) { return gbit(islandbench.Median(pod.gbits)), true })
+	t.Row("TCP throughput board → board (LAN), median", gbit(islandbench.Median(board.gbits)), "", true)
 	podRow("  pod / board", "≥ 0.9x", func() (string, bool) {
-		p, b := median(pod.gbits), median(board.gbits)
+		p, b := islandbench.Median(pod.gbits), islandbench.Median(board.gbits)
 		return ratio(p, b), p/b >= 0.9
 	})
 	for _, q := range []struct {
@@ -53,15 +54,4 @@ func report(ups []float64, paths []pathResult, podErr error) benchkit.Table {
 		})
 	}
 	return t
-}
-
-// median is the middle of xs (the mean of the two middle ones for an even
-// count); xs is not changed.
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -56,12 +56,6 @@ func TestReportWithoutPods(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	if m := median([]float64{3, 1, 2}); m != 2 {
-		t.Errorf("median of 3 1 2 = %v, want 2", m)
-	}
-	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
-		t.Errorf("median of 4 1 3 2 = %v, want 2.5", m)
-	}
 	ds := make([]time.Duration, 100)
 	for i := range ds {
 		ds[i] = time.Duration(100-i) * time.Millisecond // 100ms down to 1ms
@@ -76,18 +70,6 @@ func TestStats(t *testing.T) {
 	}
 	if ds[0] != 100*time.Millisecond {
 		t.Error("quantile sorted its argument")
-	}
-}
-
-func TestTurns(t *testing.T) {
-	if got := turns(2, 0); got[0] != 0 || got[1] != 1 {
-		t.Errorf("turns(2, 0) = %v, want [0 1]", got)
-	}
-	if got := turns(2, 3); got[0] != 1 || got[1] != 0 {
-		t.Errorf("turns(2, 3) = %v, want [1 0]", got)
-	}
-	if got := turns(1, 1); len(got) != 1 || got[0] != 0 {
-		t.Errorf("turns(1, 1) = %v, want [0]", got)
 	}
 }
 

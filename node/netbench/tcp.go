@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/isle-cluster/isle/node/islandbench"
 	"github.com/isle-cluster/isle/node/netns"
 )
 
@@ -50,7 +51,7 @@ func measure(ctx context.Context, paths []pathPair, trials int, d time.Duration)
 		res[i].name = p.name
 	}
 	for t := range trials {
-		for _, i := range turns(len(paths), t) {
+		for _, i := range islandbench.Turns(len(paths), t) {
 			g, err := throughput(ctx, paths[i], d)
 			if err != nil {
 				return nil, err
@@ -72,7 +73,7 @@ func measure(ctx context.Context, paths []pathPair, trials int, d time.Duration)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("tcp: %w", err)
 		}
-		for _, i := range turns(len(paths), b) {
+		for _, i := range islandbench.Turns(len(paths), b) {
 			rtts, err := pingPong(conns[i], block)
 			if err != nil {
 				return nil, fmt.Errorf("tcp: round trips over the %s path: %w", paths[i].name, err)
@@ -81,18 +82,6 @@ func measure(ctx context.Context, paths []pathPair, trials int, d time.Duration)
 		}
 	}
 	return res, nil
-}
-
-// turns is the order of n paths in turn t: forwards, then backwards.
-func turns(n, t int) []int {
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-		if t%2 == 1 {
-			order[i] = n - 1 - i
-		}
-	}
-	return order
 }
 
 // throughput sends chunks over one connection for d and returns the bytes
