@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/isle-cluster/isle/node/netns/nstest"
 	"github.com/isle-cluster/isle/node/proxy"
 )
 
@@ -14,6 +15,7 @@ import (
 // (timeSyncs checks it against the kernel's table).
 func TestTimeSyncs(t *testing.T) {
 	ns := testNS(t)
+	nstest.RequireNetfilter(t)
 	cfg := proxy.Config{Netns: ns, NodeName: "bench", PodCIDR: rulesPodCIDR, Logger: slog.New(slog.DiscardHandler)}
 	got, err := timeSyncs(context.Background(), cfg, 3, 2)
 	if err != nil {
