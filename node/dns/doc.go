@@ -20,11 +20,11 @@
 //	d.c.b.a.in-addr.arpa               PTR of a cluster IP or of a headless endpoint
 //	dns-version.<domain>               TXT: the version of the specification
 //
-// A headless service with no ready endpoints answers NODATA (no records,
-// no error) rather than NXDOMAIN: the name exists, it has nothing to give
-// now. Every cluster record has a TTL of 5 s; negative answers carry the
-// SOA of the domain, whose minimum is also 5 s. Names are compared in
-// lower case; answers keep the case of the question.
+// A headless service with no ready endpoints has no name (NXDOMAIN), as
+// the specification says and CoreDNS does. Every cluster record has a TTL
+// of 5 s; negative answers carry the SOA of the domain, whose minimum is
+// also 5 s. Names are compared in lower case; answers keep the case of the
+// question.
 //
 // Over UDP, answers larger than the client takes (512 bytes, or the size
 // of its EDNS0 record but no more than 1232, to stay clear of IP

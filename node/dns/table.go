@@ -173,8 +173,9 @@ func (b *builder) clusterIP(name string, svc *corev1.Service) {
 }
 
 // headless adds the ready endpoints of the slices of a headless service.
+// Without any, the name does not exist (NXDOMAIN), as the Kubernetes DNS
+// specification and CoreDNS have it.
 func (b *builder) headless(name string, svc *corev1.Service, eps []*discoveryv1.EndpointSlice) {
-	n := b.node(name)
 	for _, es := range eps {
 		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
 			continue
@@ -202,6 +203,7 @@ func (b *builder) headless(name string, svc *corev1.Service, eps []*discoveryv1.
 					label = dashed(a)
 				}
 				target := label + "." + name
+				n := b.node(name)
 				n.addrs = append(n.addrs, a)
 				en := b.node(target)
 				en.addrs = append(en.addrs, a)
