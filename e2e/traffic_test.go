@@ -453,12 +453,18 @@ spec:
 	t.Run("TLS by SNI from the Secret", func(t *testing.T) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "secure.isle.test"}}
 		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequest(http.MethodGet, "https://"+isl.boardAddr("pi3")+"/tls", nil)
-		req.Host = "secure.isle.test"
-		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatalf("HTTPS with SNI secure.isle.test: %v", err)
-		}
+		var resp *http.Response
+		var err error
+		// pi3 may have the Ingress and its Secret a moment after pi2.
+		waitFor(t, 30*time.Second, "pi3 serving the Secret's certificate", func() bool {
+			req, _ := http.NewRequest(http.MethodGet, "https://"+isl.boardAddr("pi3")+"/tls", nil)
+			req.Host = "secure.isle.test"
+			resp, err = (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Logf("HTTPS with SNI secure.isle.test: %v", err)
+			}
+			return err == nil
+		})
 		defer resp.Body.Close()
 		var a echoAnswer
 		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(a.Host, "echo-") {

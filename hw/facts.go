@@ -1,5 +1,3 @@
-// Package hw knows the board: what it is (facts for its Node object) and,
-// later, its LEDs.
 package hw
 
 import (
@@ -26,9 +24,10 @@ type Facts struct {
 	OSImage    string
 	MachineID  string
 	BootID     string
-	// Model is the board's model from the device tree ("Raspberry Pi 4
-	// Model B Rev 1.4"); empty off a device-tree board.
-	Model string
+	// Model and Serial are the board's from the device tree, as in Board:
+	// empty off a device-tree board, or when malformed (ReadBoard says
+	// why).
+	Model, Serial string
 }
 
 // Platform is Arch with the ARM version, as in OCI platforms: arm64,
@@ -56,7 +55,7 @@ func Read() (Facts, error) {
 	f.OSImage = osImage("/etc/os-release")
 	f.MachineID = firstLine("/etc/machine-id")
 	f.BootID = firstLine("/proc/sys/kernel/random/boot_id")
-	f.Model = strings.TrimRight(firstLine("/proc/device-tree/model"), "\x00")
+	f.Model, f.Serial, _ = readDeviceTree("/") // optional: ReadBoard reports their errors
 	return f, nil
 }
 
