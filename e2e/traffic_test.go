@@ -421,10 +421,12 @@ spec:
       - {path: /, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}
 `, base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM)))
 	board := "http://" + isl.boardAddr("pi2")
-	waitFor(t, 30*time.Second, "the Ingress served", func() bool {
-		_, err := echoGet("", board+"/", "a.isle.test")
-		return err == nil
-	})
+	for _, b := range isl.state.Boards {
+		waitFor(t, 30*time.Second, "the Ingress served on "+b.Name, func() bool {
+			_, err := echoGet("", "http://"+b.Addr.String()+"/", "a.isle.test")
+			return err == nil
+		})
+	}
 	for _, c := range []struct{ host, path, backend string }{
 		{"a.isle.test", "/", "echo"},
 		{"a.isle.test", "/other/x", "other"},
