@@ -298,6 +298,9 @@ func (a *Agent) annotations() map[string]string {
 	if a.facts.Model != "" {
 		out[AnnotationModel] = a.facts.Model
 	}
+	if a.facts.Serial != "" {
+		out[AnnotationSerial] = a.facts.Serial
+	}
 	return out
 }
 

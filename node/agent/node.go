@@ -23,9 +23,13 @@ const (
 	// LabelArchBeta and LabelOSBeta are the deprecated forms of
 	// kubernetes.io/arch and kubernetes.io/os, which kubectl and some
 	// charts still select on.
-	LabelArchBeta   = "beta.kubernetes.io/arch"
-	LabelOSBeta     = "beta.kubernetes.io/os"
-	AnnotationModel = "isle.dev/board-model"
+	LabelArchBeta = "beta.kubernetes.io/arch"
+	LabelOSBeta   = "beta.kubernetes.io/os"
+	// AnnotationModel and AnnotationSerial are the board's model and serial
+	// number as its device tree names them (the label hw.LabelBoardModel
+	// holds the model in a label's alphabet).
+	AnnotationModel  = "isle.dev/model"
+	AnnotationSerial = "isle.dev/serial"
 	// AnnotationLocalPathRoot is the directory of the board's local-path
 	// volumes (DATA-DIR/storage), where the control plane provisions them
 	// (control/controllers/localpath.go).
@@ -51,6 +55,9 @@ func nodeLabels(name string, role gossip.Role, f hw.Facts) map[string]string {
 	}
 	if f.ARMVersion > 0 {
 		l[LabelARMVersion] = strconv.Itoa(f.ARMVersion)
+	}
+	if m := hw.ModelLabel(f.Model); m != "" {
+		l[hw.LabelBoardModel] = m
 	}
 	if role == gossip.RoleServer {
 		l[LabelControlPlane] = ""
@@ -114,7 +121,7 @@ func newNodeReport(cfg Config, f hw.Facts) (*nodeReport, error) {
 			ContainerRuntimeVersion: cfg.RuntimeVersion, KubeletVersion: cfg.KubeVersion,
 		},
 		memoryThreshold: threshold,
-		read:            boardReader(f.Memory, cfg.DataDir),
+		read:            boardReader(f.Memory, cfg.DataDir, "/"),
 	}
 	// The first status, which registration posts, has this pressure.
 	if r.posted, err = r.evaluate(); err != nil {

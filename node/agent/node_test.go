@@ -52,11 +52,12 @@ func TestNodeLabelsTable(t *testing.T) {
 			absent: []string{LabelControlPlane},
 		},
 		{
-			name: "pi 4 server", role: gossip.RoleServer, facts: hw.Facts{Arch: "arm64"},
+			name: "pi 4 server", role: gossip.RoleServer, facts: hw.Facts{Arch: "arm64", Model: "Raspberry Pi 4 Model B Rev 1.4"},
 			want: map[string]string{
 				"kubernetes.io/hostname": "b1", "kubernetes.io/arch": "arm64", "kubernetes.io/os": "linux",
 				"beta.kubernetes.io/arch": "arm64", "beta.kubernetes.io/os": "linux",
 				LabelRole: "server", "node-role.kubernetes.io/control-plane": "",
+				"isle.dev/board-model": "raspberry-pi-4-model-b-rev-1.4",
 			},
 			absent: []string{LabelARMVersion},
 		},

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,19 +25,29 @@ const (
 	pressureInterval = 10 * time.Second
 )
 
-// pressure is which of the board's resources run short.
-type pressure struct{ memory, disk, pids bool }
+// pressure is which of the board's resources run short, and the state of
+// its power supply and clocks (a Raspberry Pi's firmware report).
+type pressure struct {
+	memory, disk, pids bool
+	// power are the UnderVoltage and Throttled conditions (hw), powerN of
+	// them: none on a board without the firmware's report.
+	power  [2]hw.Condition
+	powerN int
+}
 
 // reading is what the board's pressure is evaluated from.
 type reading struct {
 	memoryAvailable int64 // bytes
 	disk            hw.Filesystem
 	pids            hw.PIDs
+	power           []hw.Condition
 }
 
 // boardReader reads the board: its available memory (of memory bytes), the
-// filesystem of dataDir, and its PIDs.
-func boardReader(memory int64, dataDir string) func() (reading, error) {
+// filesystem of dataDir, its PIDs, and its power and clocks (from the
+// firmware's files under root: "/" on a board; optional, as on machines
+// that are not a Raspberry Pi).
+func boardReader(memory int64, dataDir, root string) func() (reading, error) {
 	return func() (reading, error) {
 		var r reading
 		used, err := hw.ReadMemoryWorkingSet()
@@ -47,8 +58,15 @@ func boardReader(memory int64, dataDir string) func() (reading, error) {
 		if r.disk, err = hw.ReadFilesystem(dataDir); err != nil {
 			return r, err
 		}
-		r.pids, err = hw.ReadPIDs()
-		return r, err
+		if r.pids, err = hw.ReadPIDs(); err != nil {
+			return r, err
+		}
+		// The board's facts are optional: what could be read is reported.
+		b, _ := hw.ReadBoard(root)
+		if b.HasThrottling {
+			r.power = b.Throttling.Conditions()
+		}
+		return r, nil
 	}
 }
 
@@ -56,16 +74,19 @@ func boardReader(memory int64, dataDir string) func() (reading, error) {
 // below memoryThreshold bytes, less than 10% of the disk available, more
 // than 90% of the PIDs taken.
 func pressureOf(r reading, memoryThreshold int64) pressure {
-	return pressure{
+	p := pressure{
 		memory: r.memoryAvailable < memoryThreshold,
 		disk:   r.disk.Available*100 < r.disk.Size*diskPressurePercent,
 		pids:   r.pids.Used*100 > r.pids.Max*pidPressurePercent,
 	}
+	p.powerN = copy(p.power[:], r.power)
+	return p
 }
 
 // conditions are the Node conditions the agent posts: the three pressures,
-// and Ready. Reasons and messages are fixed per status (the kubelet's
-// reasons), so a condition changes only when its status does.
+// Ready, and where the firmware reports them UnderVoltage and Throttled.
+// Reasons and messages of the first four are fixed per status (the
+// kubelet's reasons), so they change only when their status does.
 func (p pressure) conditions(now time.Time) []corev1.NodeCondition {
 	t := metav1.NewTime(now)
 	cond := func(typ corev1.NodeConditionType, on bool, reasonOn, msgOn, reasonOff, msgOff string) corev1.NodeCondition {
@@ -76,7 +97,7 @@ func (p pressure) conditions(now time.Time) []corev1.NodeCondition {
 		}
 		return c
 	}
-	return []corev1.NodeCondition{
+	out := []corev1.NodeCondition{
 		cond(corev1.NodeMemoryPressure, p.memory,
 			"KubeletHasInsufficientMemory", "isle agent has insufficient memory available",
 			"KubeletHasSufficientMemory", "isle agent has sufficient memory available"),
@@ -88,6 +109,11 @@ func (p pressure) conditions(now time.Time) []corev1.NodeCondition {
 			"KubeletHasSufficientPID", "isle agent has sufficient PID available"),
 		cond(corev1.NodeReady, true, readyReason, readyMessage, "", ""),
 	}
+	for _, c := range p.power[:p.powerN] {
+		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
+			Reason: c.Reason, Message: c.Message, LastHeartbeatTime: t, LastTransitionTime: t})
+	}
+	return out
 }
 
 // evaluate reads the board and makes its pressure the one the Node's
@@ -157,6 +183,47 @@ func (a *Agent) checkPressure(ctx context.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a.log.Info("agent: board pressure changed", "memory", p.memory, "disk", p.disk, "pids", p.pids)
+	for _, c := range powerChanges(a.report.posted, p) {
+		typ := corev1.EventTypeNormal
+		if c.Status == "True" {
+			typ = corev1.EventTypeWarning
+			a.log.Warn("agent: "+c.Message, "condition", c.Type)
+		}
+		a.nodeEvent(ctx, n, typ, c.Reason, c.Message)
+	}
 	a.report.posted = p
 	return nil
+}
+
+// powerChanges are the power conditions of now whose reason differs from
+// before's: each is told as an Event (under-voltage is the most common
+// hidden cause of flaky Pi clusters).
+func powerChanges(before, now pressure) []hw.Condition {
+	var out []hw.Condition
+	for _, c := range now.power[:now.powerN] {
+		i := slices.IndexFunc(before.power[:before.powerN], func(b hw.Condition) bool { return b.Type == c.Type })
+		if i < 0 && c.Status != "True" {
+			continue // a board that starts with a good supply says nothing
+		}
+		if i < 0 || before.power[i].Reason != c.Reason {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// nodeEvent records an Event about the board's Node, as a kubelet does; a
+// failure is logged only.
+func (a *Agent) nodeEvent(ctx context.Context, n *corev1.Node, typ, reason, msg string) {
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: n.Name + ".", Namespace: metav1.NamespaceDefault},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID, APIVersion: "v1"},
+		Reason:         reason, Message: msg, Type: typ, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "isle-agent", Host: n.Name},
+	}
+	if err := a.client.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(ctx).Error(); err != nil {
+		a.log.Warn("agent: event not recorded", "reason", reason, "err", err)
+	}
 }

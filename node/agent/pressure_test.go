@@ -95,6 +95,8 @@ type fakeAPI struct {
 	statusPuts int
 	// conflicts is how many next status updates fail with 409.
 	conflicts int
+	// events are the Events posted.
+	events []corev1.Event
 }
 
 func newFakeAPI(t *testing.T, n corev1.Node) (*fakeAPI, *rest.RESTClient) {
@@ -157,6 +159,14 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.node.ResourceVersion = strconv.Itoa(rv + 1)
 		reply(http.StatusOK, f.node)
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/namespaces/default/events":
+		var ev corev1.Event
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			fail(http.StatusBadRequest, metav1.StatusReasonBadRequest)
+			return
+		}
+		f.events = append(f.events, ev)
+		reply(http.StatusCreated, ev)
 	default:
 		f.t.Errorf("fake API: unexpected %s %s", r.Method, r.URL.Path)
 		fail(http.StatusNotFound, metav1.StatusReasonNotFound)
@@ -276,6 +286,73 @@ func TestCheckPressureWritesOnChange(t *testing.T) {
 	}
 	if st := a.report.status(time.Now()); st.Conditions[conditionIndex(st.Conditions, corev1.NodeDiskPressure)].Status != corev1.ConditionTrue {
 		t.Fatal("a failed reading cleared DiskPressure")
+	}
+}
+
+// A Raspberry Pi's under-voltage and throttling become Node conditions,
+// and each change of their reason an Event: Warning when it goes bad,
+// Normal when it is over. A board that starts healthy says nothing.
+func TestPowerConditions(t *testing.T) {
+	ctx := t.Context()
+	a, api, now := pressureAgent(t, io.Discard)
+	ok := hw.Throttling{}.Conditions()
+	now.power = ok
+	if _, err := a.report.evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	a.report.posted = a.report.pressure
+	if err := a.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if uv := api.condition("UnderVoltage"); uv.Status != corev1.ConditionFalse || uv.Reason != "SupplyVoltageOK" {
+		t.Fatalf("UnderVoltage at start: %+v", uv)
+	}
+	if th := api.condition("Throttled"); th.Status != corev1.ConditionFalse {
+		t.Fatalf("Throttled at start: %+v", th)
+	}
+	events := func() []string {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		var out []string
+		for _, e := range api.events {
+			if e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != "pi3" {
+				t.Errorf("event about %+v", e.InvolvedObject)
+			}
+			out = append(out, e.Type+" "+e.Reason)
+		}
+		return out
+	}
+	if ev := events(); len(ev) != 0 {
+		t.Fatalf("events of a healthy start: %v", ev)
+	}
+
+	now.power = hw.Throttling{UnderVoltage: true, UnderVoltageOccurred: true, Throttled: true, ThrottledOccurred: true, Raw: 0x50005}.Conditions()
+	if err := a.checkPressure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	uv := api.condition("UnderVoltage")
+	if uv.Status != corev1.ConditionTrue || !strings.Contains(uv.Message, "0x50005") {
+		t.Fatalf("UnderVoltage: %+v", uv)
+	}
+	if ev := strings.Join(events(), ", "); ev != "Warning UnderVoltage, Warning Throttled" {
+		t.Fatalf("events when the supply sags: %s", ev)
+	}
+	// Over now, but it happened since boot: the reasons change again.
+	now.power = hw.Throttling{UnderVoltageOccurred: true, ThrottledOccurred: true, Raw: 0x50000}.Conditions()
+	if err := a.checkPressure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if uv := api.condition("UnderVoltage"); uv.Status != corev1.ConditionFalse || uv.Reason != "UnderVoltageSinceBoot" {
+		t.Fatalf("UnderVoltage after: %+v", uv)
+	}
+	if ev := events(); len(ev) != 4 || ev[2] != "Normal UnderVoltageSinceBoot" || ev[3] != "Normal ThrottledSinceBoot" {
+		t.Fatalf("events when the supply is fine again: %v", ev)
+	}
+	if err := a.checkPressure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev := events(); len(ev) != 4 {
+		t.Fatalf("events with no change: %v", ev)
 	}
 }
 
