@@ -103,6 +103,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	addr := netip.MustParseAddr(f.address)
+	leds, err := f.node.openLEDs(log)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer leds.Close()
 
 	cred, joined, err := agent.LoadCredential(f.dataDir)
 	if err != nil {
@@ -167,7 +172,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
 	acfg := agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
-		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log, Registerer: reg}
+		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log, Registerer: reg, LEDs: leds}
 	if err := f.node.apply(&acfg); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/containers"
 )
@@ -39,6 +41,8 @@ type nodeFlags struct {
 	resolvConf   string
 	ingressHTTP  string
 	ingressHTTPS string
+	ledReady     led.Spec
+	ledActivity  led.Spec
 }
 
 func (f *nodeFlags) add(fl *pflag.FlagSet) {
@@ -60,6 +64,30 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the board's resolver configuration: the cluster DNS forwards other names to its nameservers; pods with dnsPolicy Default get it")
 	fl.StringVar(&f.ingressHTTP, "ingress-http", ":80", "address of the ingress controller's HTTP listener; none: no ingress controller on this board")
 	fl.StringVar(&f.ingressHTTPS, "ingress-https", ":443", "address of the ingress controller's HTTPS listener (certificates from the Ingresses' TLS Secrets)")
+	fl.Var(&f.ledReady, "led-ready", "the readiness LED: gpioN[:active-low] (BCM numbering), sysfs:NAME (/sys/class/leds/NAME), virtual or none; default the board's own ACT LED if it has one")
+	fl.Var(&f.ledActivity, "led-activity", "the activity LED, flashing at every reconcile that changed something: gpioN[:active-low], sysfs:NAME, virtual or none")
+}
+
+// openLEDs opens the board's LEDs, the readiness one showing that isle is
+// starting. Close the Board when isle ends: it leaves the LEDs dark (and
+// gives a sysfs LED its trigger back).
+func (f *nodeFlags) openLEDs(log *slog.Logger) (*led.Board, error) {
+	ready := f.ledReady
+	if ready.Kind == led.KindUnset {
+		ready = led.DefaultReadiness("")
+	}
+	rl, err := led.Open(ready)
+	if err != nil {
+		return nil, fmt.Errorf("--led-ready %s: %w", ready, err)
+	}
+	al, err := led.Open(f.ledActivity)
+	if err != nil {
+		_ = rl.Close()
+		return nil, fmt.Errorf("--led-activity %s: %w", f.ledActivity, err)
+	}
+	b := led.NewBoard(rl, al, nil, log)
+	b.SetReadiness(led.Starting)
+	return b, nil
 }
 
 // apply checks the flags and puts them into an agent's configuration.

@@ -146,6 +146,10 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if err := f.node.apply(&node); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	if node.LEDs, err = f.node.openLEDs(log); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	defer node.LEDs.Close()
 	return cluster.Run(ctx, cluster.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,

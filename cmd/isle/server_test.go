@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,6 +93,33 @@ func TestVersion(t *testing.T) {
 }
 
 // defaultNodeFlags are the node flags as the command line's defaults set them.
+// The LED flags take the LED specs of hw/led, and say what is wrong.
+func TestLEDFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // substring of the error; "" for none
+	}{
+		{[]string{"--led-ready", "gpio17", "--led-activity", "gpio27:active-low"}, ""},
+		{[]string{"--led-ready", "sysfs:ACT", "--led-activity", "none"}, ""},
+		{[]string{"--led-ready", "virtual"}, ""},
+		{[]string{"--led-ready", "gpio"}, "led-ready"},
+		{[]string{"--led-activity", "sysfs:../../etc"}, "led-activity"},
+		{[]string{"--led-ready", "blinkenlights"}, "led-ready"},
+	} {
+		var f nodeFlags
+		fl := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		fl.SetOutput(io.Discard)
+		f.add(fl)
+		err := fl.Parse(tc.args)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: got %v, want an error about %s", tc.args, err, tc.want)
+		}
+	}
+}
+
 func defaultNodeFlags() nodeFlags {
 	var f nodeFlags
 	f.add(pflag.NewFlagSet("test", pflag.PanicOnError))

@@ -283,6 +283,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	go joinGossip(runCtx, g, node, cfg, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
+		if l := cfg.Agent.LEDs; l != nil {
+			// The leader's readiness LED dips twice every few seconds.
+			l.SetLeader(true)
+			context.AfterFunc(ctx, func() { l.SetLeader(false) })
+		}
 		go members.maintain(ctx)
 		if cfg.VIP.IsValid() {
 			go func() {

@@ -29,6 +29,7 @@ import (
 
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/containers"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/node/pods"
@@ -114,6 +115,10 @@ type Config struct {
 	// IngressHTTP and IngressHTTPS are the ingress controller's listen
 	// addresses (":80", ":443"); IngressHTTP "": no ingress controller.
 	IngressHTTP, IngressHTTPS string
+	// LEDs are the board's readiness and activity LEDs (hw/led), opened and
+	// closed by the caller; the agent shows the Node's readiness on them.
+	// Nil: none.
+	LEDs *led.Board
 	// Registerer takes the agent's metrics; nil: none.
 	Registerer prometheus.Registerer
 }
@@ -195,6 +200,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
 		"memory", facts.Memory)
+	if a.cfg.LEDs != nil {
+		a.cfg.LEDs.SetReadiness(led.Ready)
+	}
 	if rt != nil {
 		go rt.Run(ctx)
 		go func() {

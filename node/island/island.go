@@ -276,7 +276,9 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	}
 	args := []string{b.Role, "--name", b.Name, "--data-dir", s.dataDir(b), "--address", b.Addr.String(),
 		"--containerd", s.socket(b), "--run-dir", s.runDir(b), "--cgroup-parent", cgroupRoot + "/" + b.Name,
-		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false", "--resolv-conf", s.resolvConf()}
+		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false", "--resolv-conf", s.resolvConf(),
+		// Simulated boards have virtual LEDs, never the machine's own.
+		"--led-ready", "virtual", "--led-activity", "virtual"}
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
 	}
