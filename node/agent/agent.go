@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,6 +134,8 @@ type Agent struct {
 	report  *nodeReport
 	pods    *pods.Manager // nil: the board runs no containers
 	net     *podNetwork   // nil: the board runs no containers
+	// checkMu serializes checkPressure (the pressure loop, watchRuntime).
+	checkMu sync.Mutex
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -209,6 +212,11 @@ func Run(ctx context.Context, cfg Config) error {
 			if err := a.pods.Run(ctx); err != nil {
 				a.log.Error("agent: pods stopped", "err", err)
 			}
+		}()
+		go func() {
+			t := time.NewTicker(runtimeCheckInterval)
+			defer t.Stop()
+			a.watchRuntime(ctx, func(ctx context.Context) bool { return rt.Serving(ctx, runtimeCheckInterval) }, t.C)
 		}()
 		go func() {
 			if err := a.runTraffic(ctx); err != nil {

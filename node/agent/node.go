@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,7 @@ const (
 	defaultMaxPods       = 110
 	memoryReservePercent = 10 // of the board's memory, kept from pods by default
 	readyReason          = "KubeletReady"
+	notReadyReason       = "KubeletNotReady"
 	readyMessage         = "isle agent is posting ready status"
 )
 
@@ -81,6 +83,8 @@ type nodeReport struct {
 
 	mu       sync.Mutex
 	pressure pressure // the latest evaluation
+	// runtimeDown is whether containerd stopped answering (watchRuntime).
+	runtimeDown atomic.Bool
 
 	// posted is the pressure last written or found written; only
 	// checkPressure's goroutine uses it after start.

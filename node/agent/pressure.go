@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/hw/led"
 )
 
 // The board's pressure thresholds: memory and disk as the kubelet's
@@ -29,6 +30,8 @@ const (
 // its power supply and clocks (a Raspberry Pi's firmware report).
 type pressure struct {
 	memory, disk, pids bool
+	// runtimeDown: containerd does not answer; the Node is not Ready.
+	runtimeDown bool
 	// power are the UnderVoltage and Throttled conditions (hw), powerN of
 	// them: none on a board without the firmware's report.
 	power  [2]hw.Condition
@@ -107,7 +110,8 @@ func (p pressure) conditions(now time.Time) []corev1.NodeCondition {
 		cond(corev1.NodePIDPressure, p.pids,
 			"KubeletHasInsufficientPID", "isle agent has insufficient PID available",
 			"KubeletHasSufficientPID", "isle agent has sufficient PID available"),
-		cond(corev1.NodeReady, true, readyReason, readyMessage, "", ""),
+		cond(corev1.NodeReady, !p.runtimeDown, readyReason, readyMessage,
+			notReadyReason, "container runtime is down: containerd does not answer"),
 	}
 	for _, c := range p.power[:p.powerN] {
 		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
@@ -124,6 +128,7 @@ func (r *nodeReport) evaluate() (pressure, error) {
 		return pressure{}, fmt.Errorf("agent: read the board's pressure: %w", err)
 	}
 	p := pressureOf(rd, r.memoryThreshold)
+	p.runtimeDown = r.runtimeDown.Load()
 	r.mu.Lock()
 	r.pressure = p
 	r.mu.Unlock()
@@ -167,6 +172,8 @@ func (a *Agent) pressureLoop(ctx context.Context, tick <-chan time.Time) {
 // is written otherwise: gossip, not heartbeats, tells the control plane
 // that the board is alive.
 func (a *Agent) checkPressure(ctx context.Context) error {
+	a.checkMu.Lock() // the pressure loop and watchRuntime
+	defer a.checkMu.Unlock()
 	p, err := a.report.evaluate()
 	if err != nil {
 		return err
@@ -193,6 +200,49 @@ func (a *Agent) checkPressure(ctx context.Context) error {
 	}
 	a.report.posted = p
 	return nil
+}
+
+// runtimeCheckInterval is how often the agent asks containerd whether it
+// serves: a board whose containerd dies shows NotReady on its LED within a
+// second.
+const runtimeCheckInterval = 500 * time.Millisecond
+
+// watchRuntime asks serving at every tick whether containerd answers, until
+// ctx ends. When that changes, the Node's Ready condition and the readiness
+// LED follow (NotReady while containerd is down, as a kubelet reports a
+// dead runtime).
+func (a *Agent) watchRuntime(ctx context.Context, serving func(context.Context) bool, tick <-chan time.Time) {
+	down := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		now := !serving(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if now == down {
+			continue
+		}
+		down = now
+		a.report.runtimeDown.Store(down)
+		show := led.Ready
+		if down {
+			show = led.NotReady
+			a.log.Error("agent: containerd does not answer: the Node is not Ready", "containerd", a.cfg.Containerd)
+		} else {
+			a.log.Info("agent: containerd answers again: the Node is Ready")
+		}
+		if a.cfg.LEDs != nil {
+			a.cfg.LEDs.SetReadiness(show)
+		}
+		if err := a.checkPressure(ctx); err != nil && ctx.Err() == nil {
+			// The pressure loop writes it at its next turn.
+			a.log.Warn("agent: readiness not posted yet", "err", err)
+		}
+	}
 }
 
 // powerChanges are the power conditions of now whose reason differs from

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -416,4 +418,55 @@ func TestPressureLoop(t *testing.T) {
 	if c := api.condition(corev1.NodePIDPressure); c.Status != corev1.ConditionTrue {
 		t.Errorf("PIDPressure %+v", c)
 	}
+}
+
+// When containerd stops answering, the Node turns NotReady and the
+// readiness LED blinks fast; when it answers again, both come back.
+func TestWatchRuntime(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	a, api, _ := pressureAgent(t, io.Discard)
+	ready := &led.Virtual{}
+	a.cfg.LEDs = led.NewBoard(ready, nil, nil, slog.New(slog.DiscardHandler))
+	defer a.cfg.LEDs.Close()
+	a.cfg.LEDs.SetReadiness(led.Ready)
+	if err := a.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var serving atomic.Bool
+	serving.Store(true)
+	tick := make(chan time.Time)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.watchRuntime(ctx, func(context.Context) bool { return serving.Load() }, tick)
+	}()
+	step := func(up bool) {
+		serving.Store(up)
+		tick <- time.Now()
+		tick <- time.Now() // the first tick's work is done when the loop takes the second
+	}
+	step(true)
+	if _, puts := api.counts(); puts != 1 {
+		t.Fatalf("status writes while containerd answers: %d, want the registration's only", puts)
+	}
+	step(false)
+	if r := api.condition(corev1.NodeReady); r.Status != corev1.ConditionFalse || r.Reason != "KubeletNotReady" ||
+		!strings.Contains(r.Message, "container runtime is down") {
+		t.Fatalf("Ready with containerd down: %+v", r)
+	}
+	if st := a.cfg.LEDs.State(); st.Readiness != led.NotReady {
+		t.Fatalf("readiness LED with containerd down: %v", st.Readiness)
+	}
+	step(true)
+	if r := api.condition(corev1.NodeReady); r.Status != corev1.ConditionTrue || r.Reason != readyReason {
+		t.Fatalf("Ready after containerd came back: %+v", r)
+	}
+	if st := a.cfg.LEDs.State(); st.Readiness != led.Ready {
+		t.Fatalf("readiness LED after containerd came back: %v", st.Readiness)
+	}
+	if _, puts := api.counts(); puts != 3 {
+		t.Fatalf("status writes: %d, want registration, NotReady and Ready", puts)
+	}
+	cancel()
+	<-done
 }

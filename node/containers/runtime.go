@@ -143,6 +143,15 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 // Version is containerd's version ("1.6.20").
 func (r *Runtime) Version() string { return r.version }
 
+// Serving reports whether containerd answers its health check within
+// timeout (a containerd that died, or hangs, does not).
+func (r *Runtime) Serving(ctx context.Context, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ok, err := r.client.IsServing(ctx)
+	return err == nil && ok
+}
+
 // Close closes the connection; running containers keep running.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
