@@ -297,7 +297,11 @@ func Run(ctx context.Context, cfg Config) error {
 			}()
 		}
 		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
-		table := append(controllers.Table(store, log, controllers.WithHPA(controllers.HPAConfig{Metrics: usage})),
+		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage})}
+		if l := cfg.Agent.LEDs; l != nil {
+			opts = append(opts, controllers.WithActivity(l.Activity))
+		}
+		table := append(controllers.Table(store, log, opts...),
 			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)
 	})

@@ -24,7 +24,14 @@ type Controller interface {
 type Option func(*tableOptions)
 
 type tableOptions struct {
-	hpa HPAConfig
+	hpa      HPAConfig
+	activity func()
+}
+
+// WithActivity calls f at every action a controller reports (every Event
+// it records): the leader's activity LED. f must not block.
+func WithActivity(f func()) Option {
+	return func(o *tableOptions) { o.activity = f }
 }
 
 // Table returns every controller, in start order.
@@ -33,7 +40,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events")})
+	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events"), OnEvent: o.activity})
 	return []Controller{
 		ev,
 		&namespaces{store: store, log: log.With("controller", "namespace")},

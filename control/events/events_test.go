@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,6 +172,21 @@ func TestEventOfClusterScopedObject(t *testing.T) {
 		evs := e.list(t, "involvedObject.kind=Node,involvedObject.name=pi-1,involvedObject.namespace=")
 		return len(evs) == 1 && evs[0].Namespace == "default" && evs[0].InvolvedObject.APIVersion == "v1"
 	})
+}
+
+// OnEvent hears of every Event recorded, also of those de-duplicated
+// later: each is an action of a controller (the leader's activity LED).
+func TestOnEvent(t *testing.T) {
+	var n atomic.Int32
+	_, b := newEnv(t, events.Config{OnEvent: func() { n.Add(1) }}, true)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pi-1", UID: "node-uid"}}
+	rec := b.Recorder("node-controller")
+	for range 3 {
+		rec.Eventf(node, corev1.EventTypeNormal, "RegisteredNode", "Node %s registered", "pi-1")
+	}
+	if got := n.Load(); got != 3 {
+		t.Fatalf("OnEvent called %d times for 3 Events, want 3", got)
+	}
 }
 
 func TestEventDeduplication(t *testing.T) {

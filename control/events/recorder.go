@@ -43,6 +43,9 @@ type Config struct {
 	SweepInterval time.Duration
 	// Now is the clock of Event timestamps and expiry. Default time.Now.
 	Now func() time.Time
+	// OnEvent, if set, is called at every Event recorded (the leader's
+	// activity LED flashes); it must not block.
+	OnEvent func()
 }
 
 func (c *Config) validate() error {
@@ -147,6 +150,9 @@ func (r *Recorder) Eventf(obj runtime.Object, eventType, reason, messageFmt stri
 		return
 	}
 	ev := r.b.newEvent(ref, r.component, eventType, reason, fmt.Sprintf(messageFmt, args...))
+	if f := r.b.cfg.OnEvent; f != nil {
+		f()
+	}
 	select {
 	case r.b.queues[r.b.writerFor(ref)] <- ev:
 	default:

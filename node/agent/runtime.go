@@ -42,7 +42,11 @@ func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	if a.net != nil {
 		network = a.net
 	}
-	m, err := pods.New(pods.Config{Network: network, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
+	var activity func()
+	if a.cfg.LEDs != nil {
+		activity = a.cfg.LEDs.Activity
+	}
+	m, err := pods.New(pods.Config{Network: network, Activity: activity, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
 		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, ResolvConf: a.cfg.ResolvConf,
 		ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, Logger: a.log})

@@ -39,6 +39,14 @@ const (
 	eventSource = "kubelet"
 )
 
+// activity tells the board's activity LED that a container started or is
+// being stopped.
+func (m *Manager) activity() {
+	if f := m.cfg.Activity; f != nil {
+		f()
+	}
+}
+
 func newRecorder(c *rest.RESTClient, node string, log *slog.Logger) *recorder {
 	return &recorder{client: c, node: node, log: log, queue: make(chan *corev1.Event, eventQueue), recent: map[eventKey]*corev1.Event{}}
 }

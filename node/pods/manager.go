@@ -102,6 +102,9 @@ type Config struct {
 	LogMaxSize  int64
 	LogMaxFiles int
 	Logger      *slog.Logger
+	// Activity, if set, is called when a container starts or is stopped
+	// (the board's activity LED flashes); it must not block.
+	Activity func()
 }
 
 func (c *Config) validate() error {

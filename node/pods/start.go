@@ -62,6 +62,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ps *podSt
 	delete(ps.waiting, c.Name)
 	delete(ps.backoff, "start/"+c.Name)
 	m.events.normal(pod, "Started", "Started container "+c.Name)
+	m.activity()
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		m.postStart(ctx, pod, ps, c, spec.ID)
 	}

@@ -118,6 +118,7 @@ func (m *Manager) syncRunning(ctx context.Context, pod *corev1.Pod, ps *podState
 		if cur.State != containers.Exited {
 			if why := m.mustRestart(ps, c, cur); why != "" {
 				m.events.normal(pod, "Killing", fmt.Sprintf("Container %s %s, will be restarted", c.Name, why))
+				m.activity()
 				if err := m.rt.Stop(ctx, cur.ID, gracePeriod(pod)); err != nil {
 					return 2 * time.Second, err
 				}

@@ -65,6 +65,7 @@ func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error
 					m.preStop(ctx, pod, ps, spec, c.ID, time.Until(deadline))
 				}
 				m.events.normal(pod, "Killing", "Stopping container "+name)
+				m.activity()
 			}
 			if err := m.rt.Stop(ctx, c.ID, max(0, time.Until(deadline))); err != nil {
 				errs <- err
