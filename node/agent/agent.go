@@ -33,6 +33,7 @@ import (
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/containers"
 	"github.com/isle-cluster/isle/node/gossip"
+	"github.com/isle-cluster/isle/node/podnet"
 	"github.com/isle-cluster/isle/node/pods"
 )
 
@@ -366,11 +367,12 @@ func (a *Agent) run(ctx context.Context) error {
 		return nil // ctx ended
 	}
 
+	known := map[string]podnet.Peer{} // the pod CIDRs boards announced (peersOf)
 	for {
 		changed := a.cfg.Gossip.Changed()
 		a.saveServers()
 		if a.net != nil {
-			if err := a.net.SetPeers(peersOf(a.cfg.Gossip.Members(), name)); err != nil {
+			if err := a.net.SetPeers(peersOf(a.cfg.Gossip.Members(), name, known)); err != nil {
 				a.log.Warn("agent: routes to other boards' pods", "err", err)
 			}
 		}

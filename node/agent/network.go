@@ -75,18 +75,33 @@ func (p *podNetwork) setPodCIDR(cidr string) error {
 
 // peersOf are the other boards with a pod CIDR, as gossip knows them: the
 // routes to their pods. Boards that left the cluster are dropped; dead
-// ones keep their route, which works again when they come back.
-func peersOf(members []gossip.Member, self string) []podnet.Peer {
+// ones keep their route, which works again when they come back. known holds
+// the pod CIDR each board last announced: a board whose isle restarts
+// rejoins gossip before it announces its CIDR again, and its pods, which
+// kept running, keep their route meanwhile. peersOf updates known.
+func peersOf(members []gossip.Member, self string, known map[string]podnet.Peer) []podnet.Peer {
 	var out []podnet.Peer
 	for _, m := range members {
-		if m.Name == self || m.State == gossip.Left || m.PodCIDR == "" {
+		if m.Name == self {
+			continue
+		}
+		if m.State == gossip.Left {
+			delete(known, m.Name)
 			continue
 		}
 		c, err := netip.ParsePrefix(m.PodCIDR)
-		if err != nil {
+		switch {
+		case m.PodCIDR == "":
+			if p, ok := known[m.Name]; ok && p.Addr == m.Addr.Addr() {
+				out = append(out, p)
+			}
+			continue
+		case err != nil:
 			continue // not a prefix: no route (podnet checks the rest)
 		}
-		out = append(out, podnet.Peer{Name: m.Name, Addr: m.Addr.Addr(), PodCIDR: c})
+		p := podnet.Peer{Name: m.Name, Addr: m.Addr.Addr(), PodCIDR: c}
+		known[m.Name] = p
+		out = append(out, p)
 	}
 	return out
 }
