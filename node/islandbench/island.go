@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/node/island"
+	"github.com/isle-cluster/isle/raft/benchkit"
 )
 
 // Island makes and removes a bench's island with the isle binary.
@@ -61,5 +62,26 @@ func (i *Island) Down() error {
 		return fmt.Errorf("isle down --dir %s: %w:\n%s", i.Dir, err, strings.TrimSpace(string(out)))
 	}
 	slog.Info("isle down", "dir", i.Dir)
+	return nil
+}
+
+// Preflight checks what an island bench needs (root, kubectl and go in
+// PATH, the isle binary) and prints the machine line every bench starts
+// with. target names the make target, for the root message.
+func Preflight(ctx context.Context, isle, dir, target string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("makes an island of network namespaces: run as root (make %s)", target)
+	}
+	for _, tool := range []string{"kubectl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("needs %s in PATH (kubectl talks to the island, go builds the hello image)", tool)
+		}
+	}
+	version, err := benchkit.FirstLine(ctx, isle, "version")
+	if err != nil {
+		return fmt.Errorf("isle binary %s: %w: run make build", isle, err)
+	}
+	m := benchkit.ReadMachine()
+	fmt.Printf("machine: %d CPUs (%s), kernel %s; %s; island in %s\n", m.CPUs, m.CPUModel, m.Kernel, version, dir)
 	return nil
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -80,20 +79,9 @@ func parse(args []string) (options, error) {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	if os.Geteuid() != 0 {
-		return errors.New("makes an island of network namespaces: run as root (make bench-network)")
+	if err := islandbench.Preflight(ctx, o.isle, o.dir, "bench-network"); err != nil {
+		return err
 	}
-	for _, tool := range []string{"kubectl", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("needs %s in PATH (kubectl talks to the island, go builds the hello image)", tool)
-		}
-	}
-	version, err := benchkit.FirstLine(ctx, o.isle, "version")
-	if err != nil {
-		return fmt.Errorf("isle binary %s: %w: run make build", o.isle, err)
-	}
-	m := benchkit.ReadMachine()
-	fmt.Printf("machine: %d CPUs (%s), kernel %s; %s; island in %s\n", m.CPUs, m.CPUModel, m.Kernel, version, o.dir)
 
 	isl := &islandbench.Island{Bin: o.isle, Dir: o.dir, Servers: servers, Agents: agents}
 	if err := isl.Down(); err != nil { // what an earlier run left

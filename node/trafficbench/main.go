@@ -29,7 +29,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -98,20 +97,9 @@ func parse(args []string) (options, error) {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	if os.Geteuid() != 0 {
-		return errors.New("makes network namespaces and an island of them: run as root (make bench-traffic)")
+	if err := islandbench.Preflight(ctx, o.isle, o.dir, "bench-traffic"); err != nil {
+		return err
 	}
-	for _, tool := range []string{"kubectl", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("needs %s in PATH (kubectl talks to the island, go builds the hello image)", tool)
-		}
-	}
-	version, err := benchkit.FirstLine(ctx, o.isle, "version")
-	if err != nil {
-		return fmt.Errorf("isle binary %s: %w: run make build", o.isle, err)
-	}
-	m := benchkit.ReadMachine()
-	fmt.Printf("machine: %d CPUs (%s), kernel %s; %s; island in %s\n", m.CPUs, m.CPUModel, m.Kernel, version, o.dir)
 
 	var res results
 	res.conns, res.dnsClients = o.conns, o.dnsClients
