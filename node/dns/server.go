@@ -188,12 +188,14 @@ func (s *Server) accept(h dns.Header) dns.MsgAcceptAction {
 func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 	start := time.Now()
 	resp, source := s.answer(req)
-	s.write(w, req, resp)
 	var qtype uint16
 	if len(req.Question) == 1 {
 		qtype = req.Question[0].Qtype
 	}
+	// Counted before the answer leaves, so that a client holding it finds
+	// it on /metrics.
 	s.m.count(qtype, resp.Rcode, source, time.Since(start))
+	s.write(w, req, resp)
 }
 
 // answer makes the response to req, and says where it came from.
