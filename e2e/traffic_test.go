@@ -366,28 +366,9 @@ func TestServiceTraffic(t *testing.T) {
 		}
 	})
 	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
-	t.Run("a board whose containerd dies is NotReady within a second", func(t *testing.T) {
-		b, err := isl.state.Board("pi5")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(b.Containerd.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		killed := time.Now()
-		var msg string
-		waitFor(t, 10*time.Second, "pi5 NotReady", func() bool {
-			out, _, err := k.run("", "get", "node", "pi5", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
-			status, m, _ := strings.Cut(out, " ")
-			msg = m
-			return err == nil && status == "False"
-		})
-		took := time.Since(killed)
-		t.Logf("pi5 NotReady %v after its containerd was killed: %s", took.Round(time.Millisecond), msg)
-		// The agent asks twice a second; kubectl's round trips come on top.
-		if took > 2*time.Second || !strings.Contains(msg, "container runtime is down") {
-			t.Errorf("pi5 NotReady after %v with %q, want within a second or so, naming the runtime", took, msg)
-		}
+	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
+	t.Run("a board whose containerd dies blinks fast and is NotReady within a second", func(t *testing.T) {
+		testRuntimeDownLED(t, isl, "pi5")
 	})
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
 		// A replica on each board, so that the agents have their own (the
@@ -407,6 +388,7 @@ func TestServiceTraffic(t *testing.T) {
 			}
 		}
 	})
+	t.Run("SIGTERM leaves a board's LEDs dark", func(t *testing.T) { testSIGTERMDark(t, isl, "pi4") })
 }
 
 // testIngress checks host and path routing, TLS, WebSockets and 503s

@@ -54,12 +54,14 @@ them, checks their certificate against the CA hash in --token, and gets a node
 credential, kept in DATA-DIR. After that the same command line (or one
 without --join and --token) restarts the board: it rejoins through the
 servers it saw last.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.nameGiven = cmd.Flags().Changed("name")
+			f.nameGiven = cmd.Flags().Changed("name") // on the command line or in the config file
 			return runAgent(cmd.Context(), f)
 		},
 	}
+	addConfigFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster; repeat or separate with commas for more")
 	fl.StringVar(&f.token, "token", "", "the cluster token (the first server printed it; it is in its DATA-DIR/token)")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -69,9 +70,13 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 }
 
 // openLEDs opens the board's LEDs, the readiness one showing that isle is
-// starting. Close the Board when isle ends: it leaves the LEDs dark (and
-// gives a sysfs LED its trigger back).
+// starting, and keeps their state in RUN-DIR/leds.json for `isle status`.
+// Close the Board when isle ends: it leaves the LEDs dark (and gives a
+// sysfs LED its trigger back).
 func (f *nodeFlags) openLEDs(log *slog.Logger) (*led.Board, error) {
+	if err := os.MkdirAll(f.runDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--run-dir: %w", err)
+	}
 	ready := f.ledReady
 	if ready.Kind == led.KindUnset {
 		ready = led.DefaultReadiness("")
@@ -86,6 +91,7 @@ func (f *nodeFlags) openLEDs(log *slog.Logger) (*led.Board, error) {
 		return nil, fmt.Errorf("--led-activity %s: %w", f.ledActivity, err)
 	}
 	b := led.NewBoard(rl, al, nil, log)
+	b.Watch(led.StateFile(filepath.Join(f.runDir, led.StateFileName), log))
 	b.SetReadiness(led.Starting)
 	return b, nil
 }

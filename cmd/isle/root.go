@@ -24,6 +24,7 @@ func newRootCommand() *cobra.Command {
 		newUpCommand(),
 		newDownCommand(),
 		newBoardCommand(),
+		newStatusCommand(),
 		newUninstallCommand(),
 	)
 	return root

@@ -57,9 +57,11 @@ no port is given), and --token. The first three servers vote in the store;
 further ones are standbys that replace a removed voter. A data directory that
 already holds a server restarts it: --init, --join and --token are then
 ignored, so the same command line works after a reboot.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), f) },
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), f) },
 	}
+	addConfigFlag(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&f.init, "init", false, "start a new cluster with this board as its first server")
 	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster to join; repeat or separate with commas for more")

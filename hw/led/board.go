@@ -41,21 +41,61 @@ func (r Readiness) String() string {
 	return fmt.Sprintf("Readiness(%d)", int32(r))
 }
 
+// MarshalText gives the Readiness's name.
+func (r Readiness) MarshalText() ([]byte, error) {
+	if r < Off || r > Ready {
+		return nil, fmt.Errorf("led: no readiness %d", int32(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText reads a Readiness's name.
+func (r *Readiness) UnmarshalText(b []byte) error {
+	for v := Off; v <= Ready; v++ {
+		if string(b) == v.String() {
+			*r = v
+			return nil
+		}
+	}
+	return fmt.Errorf("led: readiness %q: want off, starting, not-ready or ready", b)
+}
+
 // State is a snapshot of a Board, for `isle status` and the API.
 type State struct {
-	Readiness Readiness
-	Leader    bool
+	Readiness Readiness `json:"readiness"`
+	Leader    bool      `json:"leader,omitempty"`
 	// ReadyLit and ActivityLit tell whether each LED is lit now (as the
 	// patterns have it, even if its writes fail).
-	ReadyLit    bool
-	ActivityLit bool
+	ReadyLit    bool `json:"readyLit,omitempty"`
+	ActivityLit bool `json:"activityLit,omitempty"`
 	// Requests counts the activity requests, Flashes the flashes shown, and
 	// Dropped the requests coalesced away; the rest are owed flashes.
-	Requests uint64
-	Flashes  uint64
-	Dropped  uint64
+	Requests uint64 `json:"requests,omitempty"`
+	Flashes  uint64 `json:"flashes,omitempty"`
+	Dropped  uint64 `json:"dropped,omitempty"`
 	// WriteErrors counts the LED writes that failed.
-	WriteErrors uint64
+	WriteErrors uint64 `json:"writeErrors,omitempty"`
+}
+
+// Patterns are the names Pattern gives, darkest first.
+var Patterns = []string{"off", "slow-blink", "fast-blink", "solid", "solid-leader"}
+
+// Pattern names what the readiness LED shows, as the README's table does:
+// off, slow-blink, fast-blink, solid, or solid-leader (solid with the
+// leader's double blink).
+func (s State) Pattern() string {
+	switch s.Readiness {
+	case Starting:
+		return "slow-blink"
+	case NotReady:
+		return "fast-blink"
+	case Ready:
+		if s.Leader {
+			return "solid-leader"
+		}
+		return "solid"
+	}
+	return "off"
 }
 
 // Clock is a Board's time: the Board makes one timer and resets it after
@@ -84,8 +124,10 @@ type Board struct {
 	exited    chan struct{} // closed when the loop has returned
 	closeErr  error         // set by the loop before exited is closed
 
-	mu    sync.Mutex
-	state State
+	mu       sync.Mutex
+	state    State
+	watchers []func(State)
+	fresh    int // watchers[fresh:] have not been told the state yet
 }
 
 // NewBoard starts driving ready and activity (nil: no such LED), both off
@@ -153,6 +195,31 @@ func (b *Board) State() State {
 	return b.state
 }
 
+// Watch calls f with the Board's State, soon, and after every change of
+// it (an LED turning on or off, a flash counted), the last time with the
+// dark state Close leaves. f is called from the Board's goroutine, one
+// call at a time: it must return quickly and not call the Board.
+func (b *Board) Watch(f func(State)) {
+	b.mu.Lock()
+	b.watchers = append(b.watchers, f)
+	b.mu.Unlock()
+	b.poke()
+}
+
+// publish sets the Board's State and tells the watchers that need it.
+func (b *Board) publish(st State) {
+	b.mu.Lock()
+	tell := b.watchers[b.fresh:]
+	if st != b.state {
+		tell = b.watchers
+	}
+	b.state, b.fresh = st, len(b.watchers)
+	b.mu.Unlock()
+	for _, f := range tell {
+		f(st)
+	}
+}
+
 // Close puts both LEDs out and closes their Lights (sysfs LEDs get their
 // triggers back). Later calls return what the first did.
 func (b *Board) Close() error {
@@ -198,10 +265,7 @@ func (b *Board) pass(s *schedule, outs *[2]output, now time.Time) time.Time {
 	ready, activity, next := s.advance(now)
 	failed := b.show(&outs[0], ready)
 	failed += b.show(&outs[1], activity)
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state = State{
+	b.publish(State{
 		Readiness:   s.readiness,
 		Leader:      s.leader,
 		ReadyLit:    ready,
@@ -209,8 +273,8 @@ func (b *Board) pass(s *schedule, outs *[2]output, now time.Time) time.Time {
 		Requests:    s.requests,
 		Flashes:     s.flashes,
 		Dropped:     s.dropped,
-		WriteErrors: b.state.WriteErrors + failed,
-	}
+		WriteErrors: b.State().WriteErrors + failed,
+	})
 	return next
 }
 
@@ -242,9 +306,9 @@ func (b *Board) shutdown(outs *[2]output) error {
 			errs = append(errs, err)
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state.Readiness, b.state.Leader = Off, false
-	b.state.ReadyLit, b.state.ActivityLit = false, false
+	st := b.State()
+	st.Readiness, st.Leader = Off, false
+	st.ReadyLit, st.ActivityLit = false, false
+	b.publish(st)
 	return errors.Join(errs...)
 }

@@ -185,6 +185,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if a.report, err = newNodeReport(a.cfg, facts); err != nil {
 		return err
 	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newBoardCollector("/", cfg.LEDs, a.log)); err != nil {
+			return fmt.Errorf("agent: board metrics: %w", err)
+		}
+	}
 	if a.client, err = newClient(cfg.Credential, a.servers); err != nil {
 		return err
 	}
@@ -206,6 +211,7 @@ func Run(ctx context.Context, cfg Config) error {
 		"memory", facts.Memory)
 	if a.cfg.LEDs != nil {
 		a.cfg.LEDs.SetReadiness(led.Ready)
+		go a.publishLEDs(ctx, a.cfg.LEDs)
 	}
 	if rt != nil {
 		go rt.Run(ctx)

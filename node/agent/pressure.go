@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/hw"
@@ -24,6 +25,9 @@ const (
 	// pressureInterval is how often the agent re-evaluates the board's
 	// pressure.
 	pressureInterval = 10 * time.Second
+	// maxStatusTries is how many times a status update that conflicts is
+	// made on a fresh read of the Node before the next check.
+	maxStatusTries = 4
 )
 
 // pressure is which of the board's resources run short, and the state of
@@ -183,11 +187,20 @@ func (a *Agent) checkPressure(ctx context.Context) error {
 	}
 	name := a.cfg.Credential.Name
 	n := &corev1.Node{}
-	if err := a.client.Get().Resource("nodes").Name(name).Do(ctx).Into(n); err != nil {
-		return fmt.Errorf("agent: get Node %s: %w", name, err)
-	}
-	if err := a.postStatus(ctx, n); err != nil {
-		return fmt.Errorf("agent: %w", err)
+	// A write of the Node between the read and the status update (the
+	// control plane's, or this agent's LED annotation) makes it conflict:
+	// read it again.
+	for try := 1; ; try++ {
+		if err := a.client.Get().Resource("nodes").Name(name).Do(ctx).Into(n); err != nil {
+			return fmt.Errorf("agent: get Node %s: %w", name, err)
+		}
+		err := a.postStatus(ctx, n)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) || try == maxStatusTries {
+			return fmt.Errorf("agent: %w", err)
+		}
 	}
 	a.log.Info("agent: board pressure changed", "memory", p.memory, "disk", p.disk, "pids", p.pids)
 	for _, c := range powerChanges(a.report.posted, p) {

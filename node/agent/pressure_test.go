@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/hw"
@@ -99,6 +101,9 @@ type fakeAPI struct {
 	conflicts int
 	// events are the Events posted.
 	events []corev1.Event
+	// patches counts the merge patches of the Node's annotations taken;
+	// failPatches is how many next ones fail with 500.
+	patches, failPatches int
 }
 
 func newFakeAPI(t *testing.T, n corev1.Node) (*fakeAPI, *rest.RESTClient) {
@@ -159,6 +164,29 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			f.node.Labels, f.node.Annotations = n.Labels, n.Annotations
 		}
+		f.node.ResourceVersion = strconv.Itoa(rv + 1)
+		reply(http.StatusOK, f.node)
+	case r.Method == http.MethodPatch && r.URL.Path == path && r.Header.Get("Content-Type") == string(types.MergePatchType):
+		if f.failPatches > 0 {
+			f.failPatches--
+			fail(http.StatusInternalServerError, metav1.StatusReasonInternalError)
+			return
+		}
+		var p struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			fail(http.StatusBadRequest, metav1.StatusReasonBadRequest)
+			return
+		}
+		if f.node.Annotations == nil {
+			f.node.Annotations = map[string]string{}
+		}
+		maps.Copy(f.node.Annotations, p.Metadata.Annotations)
+		f.patches++
+		rv, _ := strconv.Atoi(f.node.ResourceVersion)
 		f.node.ResourceVersion = strconv.Itoa(rv + 1)
 		reply(http.StatusOK, f.node)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/namespaces/default/events":
@@ -248,18 +276,26 @@ func TestCheckPressureWritesOnChange(t *testing.T) {
 	now.memoryAvailable = 30 << 20 // still short: no change
 	check("memory still short", 2)
 
-	// The write fails (the Node changed meanwhile): the next check writes.
+	// The write conflicts (the Node changed meanwhile): the check reads
+	// it again and writes. If it keeps conflicting, the next check writes.
 	api.mu.Lock()
 	api.conflicts = 1
 	api.mu.Unlock()
 	*now = healthy(1 << 30)
-	if err := a.checkPressure(ctx); err == nil {
-		t.Fatal("a conflicting write reported no error")
-	}
-	check("after a conflict", 3)
+	check("a conflict", 3)
 	if mp := api.condition(corev1.NodeMemoryPressure); mp.Status != corev1.ConditionFalse {
 		t.Fatalf("MemoryPressure %+v after memory came back", mp)
 	}
+	api.mu.Lock()
+	api.conflicts = maxStatusTries
+	api.mu.Unlock()
+	now.memoryAvailable = 40 << 20
+	if err := a.checkPressure(ctx); err == nil {
+		t.Fatal("a write that kept conflicting reported no error")
+	}
+	check("after conflicts", 4)
+	now.memoryAvailable = 1 << 30
+	check("memory back", 5)
 
 	// The change was already written (by the agent's Ready follow-up):
 	// the check reads the Node but writes nothing.
@@ -271,12 +307,12 @@ func TestCheckPressureWritesOnChange(t *testing.T) {
 	if err := a.postStatus(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	check("already written", 4)
+	check("already written", 6)
 	if dp := api.condition(corev1.NodeDiskPressure); dp.Status != corev1.ConditionTrue {
 		t.Fatalf("DiskPressure %+v", dp)
 	}
 	gets1, _ := api.counts()
-	check("no change after", 4)
+	check("no change after", 6)
 	if gets, _ := api.counts(); gets != gets1 {
 		t.Fatal("the pressure already written was not recorded as posted")
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"io"
 	"log/slog"
 	"net/url"
@@ -20,6 +19,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
@@ -144,12 +146,14 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 func (r *Runtime) Version() string { return r.version }
 
 // Serving reports whether containerd answers its health check within
-// timeout (a containerd that died, or hangs, does not).
+// timeout (a containerd that died, or hangs, does not). Unlike the
+// client's IsServing, it does not wait for a lost connection to come back:
+// a containerd that died is seen as soon as its socket refuses.
 func (r *Runtime) Serving(ctx context.Context, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ok, err := r.client.IsServing(ctx)
-	return err == nil && ok
+	resp, err := r.client.HealthService().Check(ctx, &grpc_health_v1.HealthCheckRequest{})
+	return err == nil && resp.Status == grpc_health_v1.HealthCheckResponse_SERVING
 }
 
 // Close closes the connection; running containers keep running.

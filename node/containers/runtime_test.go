@@ -413,3 +413,53 @@ func TestSecurityAndResources(t *testing.T) {
 	_ = e.rt.Remove(ctrtest.Context(t), id)
 	_ = containers.RemoveCgroup("/isle-test/sec")
 }
+
+// A containerd that dies is seen at the next health check, without waiting
+// out its timeout for the connection to come back; one that starts again
+// is seen serving.
+func TestServing(t *testing.T) {
+	ctrtest.Require(t)
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := ctrtest.StartContainerd(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if d != nil {
+			d.Stop()
+		}
+	}()
+	rt, err := containers.Connect(ctrtest.Context(t), containers.Config{Address: d.Socket, Namespace: "isle-test", FIFODir: filepath.Join(dir, "fifo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if !rt.Serving(t.Context(), 5*time.Second) {
+		t.Fatal("a running containerd is not serving")
+	}
+	d.Stop()
+	const timeout = 5 * time.Second
+	start := time.Now()
+	if rt.Serving(t.Context(), timeout) {
+		t.Fatal("a killed containerd is serving")
+	}
+	if took := time.Since(start); took > timeout/2 {
+		t.Errorf("the health check of a killed containerd took %v, want it to fail fast, not wait out its %v", took, timeout)
+	}
+	if d, err = ctrtest.StartContainerd(dir); err != nil {
+		t.Fatal(err)
+	}
+	// The client connects again after its back-off (at most 3 s).
+	start = time.Now()
+	for !rt.Serving(t.Context(), timeout) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("a containerd started again is not serving after 10 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("serving again %v after containerd started again", time.Since(start).Round(time.Millisecond))
+}

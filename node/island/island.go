@@ -277,8 +277,9 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	args := []string{b.Role, "--name", b.Name, "--data-dir", s.dataDir(b), "--address", b.Addr.String(),
 		"--containerd", s.socket(b), "--run-dir", s.runDir(b), "--cgroup-parent", cgroupRoot + "/" + b.Name,
 		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false", "--resolv-conf", s.resolvConf(),
-		// Simulated boards have virtual LEDs, never the machine's own.
-		"--led-ready", "virtual", "--led-activity", "virtual"}
+		// Simulated boards have virtual LEDs, never the machine's own, and
+		// no settings of the machine's own isle (/etc/isle/config.yaml).
+		"--led-ready", "virtual", "--led-activity", "virtual", "--config", ""}
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
 	}

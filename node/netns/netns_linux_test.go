@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireRoot skips (developer machine) or fails (CI) a test that needs root.

@@ -1,0 +1,60 @@
+package led
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// StateFileName is the file, in isle's run directory, that holds the
+// board's LED State for `isle status`.
+const StateFileName = "leds.json"
+
+// StateFile returns a Board watcher that keeps path holding the Board's
+// State as JSON, replaced whole at every change (written beside it and
+// renamed), so a reader never sees half of one. It is meant for a run
+// directory on a tmpfs: nothing is synced to disk. A failed write is
+// logged once, until one succeeds again.
+func StateFile(path string, log *slog.Logger) func(State) {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	failing := false
+	return func(st State) {
+		err := writeState(tmp, path, st)
+		switch {
+		case err != nil && !failing:
+			log.Warn("LED state not written; `isle status` shows it stale", "err", err)
+		case err == nil && failing:
+			log.Info("LED state written again", "path", path)
+		}
+		failing = err != nil
+	}
+}
+
+func writeState(tmp, path string, st State) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("led: state file %s: %w", path, err)
+	}
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("led: state file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("led: state file: %w", err)
+	}
+	return nil
+}
+
+// ReadStateFile reads a State that StateFile wrote.
+func ReadStateFile(path string) (State, error) {
+	var st State
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return st, fmt.Errorf("led: read state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("led: read state %s: %w", path, err)
+	}
+	return st, nil
+}
