@@ -85,9 +85,11 @@ func (m *member) start(t *testing.T) {
 	t.Helper()
 	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
 		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort),
-		"--gossip-port", strconv.Itoa(m.gossipPort)}
+		"--gossip-port", strconv.Itoa(m.gossipPort), "--config", ""}
 	if !slices.Contains(m.extra, "--containerd") {
-		args = append(args, "--containerd", "none") // a control-plane test: no pods run
+		// A control-plane test: no pods run; the LEDs' state file goes
+		// under the member's directory.
+		args = append(args, "--containerd", "none", "--run-dir", filepath.Join(m.dir, "run"))
 	}
 	args = append(args, m.extra...)
 	if m.join == "" {

@@ -103,7 +103,8 @@ func TestLANDiscoveryAndVIP(t *testing.T) {
 	const vip = "10.77.0.100"
 	dir := func(i int) string { return filepath.Join(dirs, fmt.Sprint(i)) }
 	server := func(i int, extra ...string) []string {
-		return append([]string{bin, "server", "--name", fmt.Sprintf("s%d", i), "--address", l.addr(i), "--data-dir", dir(i), "--vip", vip, "--containerd", "none"}, extra...)
+		return append([]string{bin, "server", "--name", fmt.Sprintf("s%d", i), "--address", l.addr(i), "--data-dir", dir(i), "--vip", vip, "--containerd", "none",
+			"--run-dir", filepath.Join(dir(i), "run"), "--config", ""}, extra...)
 	}
 	var bs []*board
 	t.Cleanup(func() {
@@ -124,7 +125,8 @@ func TestLANDiscoveryAndVIP(t *testing.T) {
 	// No --join anywhere: the LAN answers by mDNS.
 	bs = append(bs, l.start(2, filepath.Join(logs, "s2.log"), server(2, "--token", token)...))
 	bs = append(bs, l.start(3, filepath.Join(logs, "s3.log"), server(3, "--token", token)...))
-	bs = append(bs, l.start(4, filepath.Join(logs, "a4.log"), bin, "agent", "--name", "a4", "--address", l.addr(4), "--data-dir", dir(4), "--token", token, "--containerd", "none"))
+	bs = append(bs, l.start(4, filepath.Join(logs, "a4.log"), bin, "agent", "--name", "a4", "--address", l.addr(4), "--data-dir", dir(4), "--token", token, "--containerd", "none",
+		"--run-dir", filepath.Join(dir(4), "run"), "--config", ""))
 
 	// The recorded API address is the VIP; kubectl runs on the agent's board.
 	kc := filepath.Join(dirs, "kubeconfig")

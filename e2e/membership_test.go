@@ -80,7 +80,8 @@ type boards struct {
 
 func (bs *boards) add(name, role, addr string, args ...string) *board {
 	b := &board{name: name, role: role, addr: addr, bin: bs.bin, dir: bs.t.TempDir(), logPath: filepath.Join(bs.logs, name+".log")}
-	b.args = append([]string{"--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none"}, args...)
+	b.args = append([]string{"--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none",
+		"--run-dir", filepath.Join(b.dir, "run"), "--config", ""}, args...)
 	if role == "server" {
 		b.args = append(b.args, "--store-addr", addr+":6444")
 	}
@@ -185,7 +186,7 @@ func TestTenBoards(t *testing.T) {
 			if tc.name == "duplicate name" {
 				name = "a3"
 			}
-			out, err := bs.run("agent", "--name", name, "--address", "127.0.0.40", "--data-dir", t.TempDir(), "--join", "127.0.0.21", "--token", tc.token, "--containerd", "none")
+			out, err := bs.run("agent", "--name", name, "--address", "127.0.0.40", "--data-dir", t.TempDir(), "--join", "127.0.0.21", "--token", tc.token, "--containerd", "none", "--config", "", "--run-dir", t.TempDir())
 			if err == nil || !strings.Contains(out, tc.want) {
 				t.Errorf("%s: %v, output:\n%s\nwant an error with %q", tc.name, err, out, tc.want)
 			}

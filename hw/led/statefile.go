@@ -18,10 +18,9 @@ const StateFileName = "leds.json"
 // directory on a tmpfs: nothing is synced to disk. A failed write is
 // logged once, until one succeeds again.
 func StateFile(path string, log *slog.Logger) func(State) {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	failing := false
 	return func(st State) {
-		err := writeState(tmp, path, st)
+		err := writeState(path, st)
 		switch {
 		case err != nil && !failing:
 			log.Warn("LED state not written; `isle status` shows it stale", "err", err)
@@ -32,15 +31,27 @@ func StateFile(path string, log *slog.Logger) func(State) {
 	}
 }
 
-func writeState(tmp, path string, st State) error {
+func writeState(path string, st State) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("led: state file %s: %w", path, err)
 	}
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
 		return fmt.Errorf("led: state file: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644) // for `isle status` without root
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
 		return fmt.Errorf("led: state file: %w", err)
 	}
 	return nil

@@ -86,7 +86,8 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 	}()
 	add := func(name, role, addr string, extra ...string) (*board, error) {
 		b := &board{name: name, role: role, addr: addr, dir: filepath.Join(base, name), log: filepath.Join(base, name+".log")}
-		b.args = append([]string{bin, role, "--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none"}, extra...)
+		b.args = append([]string{bin, role, "--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none",
+			"--run-dir", filepath.Join(b.dir, "run"), "--config", ""}, extra...)
 		if role == "server" {
 			b.args = append(b.args, "--store-addr", addr+":6444")
 		} else {

@@ -94,7 +94,10 @@ func (s *Server) start(ctx context.Context) error {
 		args = append(args, "--gossip-port", strconv.Itoa(ports[3]))
 	}
 	if bytes.Contains(help, []byte("--containerd")) {
-		args = append(args, "--containerd", "none") // the control plane alone is measured
+		args = append(args, "--containerd", "none", "--run-dir", filepath.Join(s.dataDir(), "run")) // the control plane alone is measured
+	}
+	if bytes.Contains(help, []byte("--config")) {
+		args = append(args, "--config", "") // not the machine's /etc/isle/config.yaml
 	}
 	if s.proc, err = benchkit.StartProc("isle server", s.logPath(), s.bin, args...); err != nil {
 		return err
