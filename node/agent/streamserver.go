@@ -182,7 +182,18 @@ func (s *streamServer) run(ctx context.Context) error {
 		<-ctx.Done()
 		_ = srv.Close() // sessions end with the agent
 	}()
-	go s.renew(ctx)
+	// The renewal ends with the server, before run returns: it writes the
+	// certificate's file.
+	rctx, stopRenewal := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		s.renew(rctx)
+	}()
+	defer func() {
+		stopRenewal()
+		<-renewed
+	}()
 	s.log.Info("agent: streaming server running", "addr", s.lis.Addr().String(), "certificate expires", s.cert.Load().Leaf.NotAfter)
 	if err := srv.Serve(tls.NewListener(s.lis, cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("agent: streaming server: %w", err)
