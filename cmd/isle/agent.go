@@ -67,7 +67,7 @@ servers it saw last.`,
 	fl.StringVar(&f.token, "token", "", "the cluster token (the first server printed it; it is in its DATA-DIR/token)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the board's credential and state")
 	fl.StringVar(&f.name, "name", "", "node name (default: the hostname)")
-	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
+	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at; auto: the address of the interface of its default route")
 	fl.IntVar(&f.gossipPort, "gossip-port", gossip.DefaultPort, "port of the gossip between boards (TCP and UDP)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.mdns, "mdns", true, "find the cluster (without --join) and advertise it by multicast DNS on the LAN interface of --address")
@@ -77,7 +77,7 @@ servers it saw last.`,
 }
 
 func (f *agentFlags) validate() error {
-	if err := checkBoard(&f.name, f.address); err != nil {
+	if err := checkBoard(&f.name, &f.address); err != nil {
 		return err
 	}
 	if f.gossipPort < 1 || f.gossipPort > 65535 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -68,7 +69,7 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.token, "token", "", "the cluster token (printed by the first server; in its DATA-DIR/token)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the store and the cluster's keys")
 	fl.StringVar(&f.name, "name", "", "server name (default: the hostname)")
-	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at")
+	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at; auto: the address of the interface of its default route")
 	fl.IntVar(&f.apiPort, "api-port", 6443, "port of the Kubernetes API (HTTPS)")
 	fl.IntVar(&f.raftPort, "raft-port", 6445, "port for raft traffic between servers")
 	fl.IntVar(&f.gossipPort, "gossip-port", 7946, "port of the gossip between boards (TCP and UDP)")
@@ -86,7 +87,7 @@ ignored, so the same command line works after a reboot.`,
 }
 
 func (f *serverFlags) validate() error {
-	if err := checkBoard(&f.name, f.address); err != nil {
+	if err := checkBoard(&f.name, &f.address); err != nil {
 		return err
 	}
 	for flag, p := range map[string]int{"--api-port": f.apiPort, "--raft-port": f.raftPort, "--gossip-port": f.gossipPort} {
@@ -180,8 +181,9 @@ func checkJoinAddrs(addrs []string) error {
 }
 
 // checkBoard checks the flags every board has: --name (default: the
-// hostname) and --address.
-func checkBoard(name *string, address string) error {
+// hostname) and --address (auto: resolved here, waiting for the default
+// route).
+func checkBoard(name, address *string) error {
 	if *name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -189,8 +191,15 @@ func checkBoard(name *string, address string) error {
 		}
 		*name = h
 	}
-	if ip, err := netip.ParseAddr(address); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
-		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it)", address)
+	if *address == "auto" {
+		a, err := autoAddress("/", interfaceIPv4, autoAddressWait, time.Second, slog.Default())
+		if err != nil {
+			return err
+		}
+		*address = a
+	}
+	if ip, err := netip.ParseAddr(*address); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
+		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it), or auto", *address)
 	}
 	return nil
 }
