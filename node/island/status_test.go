@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,16 +16,26 @@ import (
 )
 
 // statusIsland is an island of three boards in a temporary directory whose
-// "isle" is this test process on pi1 and pi2, and no process on pi3.
+// "isle" is a sleeping child process on pi1 and pi2, and no process on pi3.
+// (Not this process: qemu-user, which runs the ARM tests, makes up what
+// /proc says of the process it emulates.)
 func statusIsland(t *testing.T) (*State, func(board string, st led.State)) {
 	t.Helper()
 	s := plan(Config{Dir: t.TempDir(), Servers: 1, Agents: 2})
-	start, err := startTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range s.Boards[:2] {
-		s.Boards[i].Isle, s.Boards[i].Down = Proc{PID: os.Getpid(), Start: start}, false
+		sleep := exec.Command("sleep", "60")
+		if err := sleep.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = sleep.Process.Kill()
+			_ = sleep.Wait()
+		})
+		start, err := startTime(sleep.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Boards[i].Isle, s.Boards[i].Down = Proc{PID: sleep.Process.Pid, Start: start}, false
 	}
 	if err := s.save(); err != nil {
 		t.Fatal(err)
