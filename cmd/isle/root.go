@@ -26,6 +26,7 @@ func newRootCommand() *cobra.Command {
 		newBoardCommand(),
 		newStatusCommand(),
 		newUninstallCommand(),
+		newFirstbootCommand(),
 	)
 	return root
 }

@@ -1,0 +1,116 @@
+package firstboot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// DoneFile marks a board's first boot done: `isle firstboot` does nothing
+// where it exists (unless forced).
+const DoneFile = "/var/lib/isle/firstboot.done"
+
+// IsDone tells whether the first boot of the board under root is done.
+func IsDone(root string) (bool, error) {
+	_, err := os.Stat(filepath.Join(root, DoneFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("firstboot: %w", err)
+	}
+	return true, nil
+}
+
+// MarkDone marks the first boot of the board under root done, at now.
+func MarkDone(root string, now time.Time) error {
+	text := "isle firstboot applied isle.yaml on " + now.UTC().Format(time.RFC3339) + "\n"
+	if err := writeFile(filepath.Join(root, DoneFile), []byte(text), 0o644); err != nil {
+		return fmt.Errorf("firstboot: %w", err)
+	}
+	return nil
+}
+
+// writeFile writes data to path (making its directory if need be) through
+// path.tmp: written, synced, renamed over path, and the directory synced,
+// so a power cut leaves the old file or the new one. The temporary file is
+// made anew with mode, never readable by more than mode allows. Errors
+// name the file.
+func writeFile(path string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := remove(tmp); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // best effort: the error says what failed
+		return err
+	}
+	return syncDir(dir)
+}
+
+// symlink makes link point to target, replacing what is there through a
+// temporary link renamed over it, and syncs the directory.
+func symlink(target, link string) error {
+	dir := filepath.Dir(link)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := link + ".tmp"
+	if err := remove(tmp); err != nil {
+		return err
+	}
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp) // best effort: the error says what failed
+		return err
+	}
+	return syncDir(dir)
+}
+
+// remove removes path if it exists (and syncs its directory then).
+func remove(path string) error {
+	err := os.Remove(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir syncs a directory, making the names of its files durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
