@@ -13,7 +13,7 @@ OUT     ?= out
 # Unit tests (no built binary needed): everything but e2e.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl
+APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs
 
 .PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic demo demo-down lint clean
 
