@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,16 +34,17 @@ func newFirstbootCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "firstboot --role ROLE",
 		Short: "Configure a board flashed from an isle image from isle.yaml on its boot partition, once",
-		Long: `Configure a board flashed from an isle image, at its first boot, from
-BOOT/isle.yaml, which the user wrote on the card's boot partition (see
-isle.yaml.example beside it): isle's /etc/isle/config.yaml, the hostname, the
-network (systemd-networkd) and the isle unit of the board's role. It then
-moves the cluster token off the boot partition into /etc/isle/config.yaml
-and marks the first boot done in /var/lib/isle/firstboot.done; later runs
-do nothing, unless --force.`,
+		Long: `Configure a board flashed from an isle image, at its first boot: grow the
+root partition and filesystem to fill the card, then apply BOOT/isle.yaml,
+which the user wrote on the card's boot partition (see isle.yaml.example
+beside it): isle's /etc/isle/config.yaml, the hostname, the network
+(systemd-networkd) and the isle unit of the board's role, which it starts.
+It moves the cluster token off the boot partition into
+/etc/isle/config.yaml and marks the first boot done in
+/var/lib/isle/firstboot.done; later runs do nothing, unless --force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFirstboot(f, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+			return runFirstboot(cmd.Context(), f, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
 		},
 	}
 	fl := cmd.Flags()
@@ -52,7 +56,7 @@ do nothing, unless --force.`,
 	return cmd
 }
 
-func runFirstboot(f firstbootFlags, log *slog.Logger) error {
+func runFirstboot(ctx context.Context, f firstbootFlags, log *slog.Logger) error {
 	if f.role != firstboot.RoleAgent && f.role != firstboot.RoleServer {
 		return fmt.Errorf("firstboot: --role %q: want %s or %s", f.role, firstboot.RoleAgent, firstboot.RoleServer)
 	}
@@ -75,6 +79,7 @@ func runFirstboot(f firstbootFlags, log *slog.Logger) error {
 		log.Info("first boot already done; nothing to do (--force runs it again)", "marker", filepath.Join(f.root, firstboot.DoneFile))
 		return nil
 	}
+	growRoot(ctx, f.root, log)
 	data, err := readSettings(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("firstboot: %s not found: write this board's settings there (see isle.yaml.example beside it; "+
@@ -124,7 +129,54 @@ func runFirstboot(f firstbootFlags, log *slog.Logger) error {
 		log.Info("cluster token moved off the boot partition", "from", path, "to", filepath.Join(f.root, firstboot.ConfigFile))
 	}
 	log.Info("first boot done", "marker", filepath.Join(f.root, firstboot.DoneFile))
+	startIsle(ctx, f.root, c.Role, log)
 	return nil
+}
+
+// startIsle starts the unit of the role just enabled, when root is the
+// running system's: systemd planned this boot before the unit's link was
+// made, so only later boots start it by themselves. It does not wait
+// (first boot runs before the network, which isle waits for).
+func startIsle(ctx context.Context, root, role string, log *slog.Logger) {
+	if filepath.Clean(root) != "/" {
+		return
+	}
+	unit := "isle-" + role + ".service"
+	if out, err := exec.CommandContext(ctx, "systemctl", "--no-block", "start", unit).CombinedOutput(); err != nil {
+		log.Warn("isle not started; it starts at the next boot", "unit", unit, "err", err, "output", strings.TrimSpace(string(out)))
+		return
+	}
+	log.Info("isle starting", "unit", unit)
+}
+
+// growRoot grows the root partition to the end of the card and the root
+// filesystem to the partition's end, when root is the running system's.
+// A failure is logged, not returned: a board whose root was not grown
+// still works, and one left unconfigured cannot be reached.
+func growRoot(ctx context.Context, root string, log *slog.Logger) {
+	if filepath.Clean(root) != "/" {
+		log.Info("root partition not grown: --root is not the running system's /", "root", root)
+		return
+	}
+	const failed = "growing the root partition and filesystem failed; the board works with the space it has"
+	dev, disk, partition, err := firstboot.RootDevice(root)
+	if err != nil {
+		log.Warn(failed, "err", err)
+		return
+	}
+	g, err := firstboot.GrowRoot(ctx, dev, disk, partition) // g says what was done before an error
+	switch {
+	case g.Skipped != "":
+		log.Info("root partition not grown", "device", dev, "why", g.Skipped, "bytes", g.PartitionAfter)
+	case g.PartitionAfter != g.PartitionBefore:
+		log.Info("root partition grown to the end of the card", "device", dev, "from_bytes", g.PartitionBefore, "to_bytes", g.PartitionAfter)
+	}
+	if g.FilesystemAfter != g.FilesystemBefore {
+		log.Info("root filesystem grown", "device", dev, "from_bytes", g.FilesystemBefore, "to_bytes", g.FilesystemAfter)
+	}
+	if err != nil {
+		log.Warn(failed, "device", dev, "err", err)
+	}
 }
 
 // readSettings reads isle.yaml, of at most maxConfigFile bytes.

@@ -27,6 +27,7 @@ func newRootCommand() *cobra.Command {
 		newStatusCommand(),
 		newUninstallCommand(),
 		newFirstbootCommand(),
+		newImageCommand(),
 	)
 	return root
 }

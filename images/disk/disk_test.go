@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/isle-cluster/isle/images/hosttools"
 )
 
 // needTools skips the test where a host tool is missing, but fails it on
@@ -25,7 +27,7 @@ func needTools(t *testing.T, names ...string) {
 	t.Helper()
 	var missing []string
 	for _, n := range names {
-		if _, err := lookTool(n); err != nil {
+		if _, err := hosttools.Look(n); err != nil {
 			missing = append(missing, n)
 		}
 	}
@@ -46,7 +48,7 @@ var buildTools = []string{"mkfs.vfat", "fsck.vfat", "fatlabel", "mcopy", "mdir",
 // it exits non-zero.
 func output(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	p, err := lookTool(name)
+	p, err := hosttools.Look(name)
 	if err != nil {
 		t.Fatal(err)
 	}
