@@ -20,8 +20,8 @@ const (
 	Off Readiness = iota
 	// Starting: isle is starting or joining the cluster (slow blink).
 	Starting
-	// NotReady: joined, but the node is NotReady: containerd down, memory
-	// cgroup off, network not ready (fast blink).
+	// NotReady: joined, but the node is NotReady: containerd down or the
+	// memory cgroup off (fast blink).
 	NotReady
 	// Ready: the node is Ready (solid).
 	Ready

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,8 +166,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if a.cfg.ResolvConf == "" {
 		a.cfg.ResolvConf = "/etc/resolv.conf"
 	}
-	var rt *containers.Runtime
+	// A board that cannot run pods (its memory cgroup is off) still joins,
+	// as a Node that is NotReady and says why, and its readiness LED
+	// blinks fast: it is seen across the room, and the fix is in its
+	// Node's Ready condition.
+	blocked := ""
 	if cfg.Containerd != "" {
+		if err := hw.CheckMemoryCgroup("/"); err != nil {
+			blocked = strings.TrimPrefix(err.Error(), "hw: ")
+			a.log.Error("agent: the board cannot run pods; its Node stays NotReady", "err", err)
+		}
+	}
+	var rt *containers.Runtime
+	if cfg.Containerd != "" && blocked == "" {
 		if rt, err = a.connectRuntime(ctx); err != nil || rt == nil {
 			return err
 		}
@@ -182,7 +194,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}
-	if a.report, err = newNodeReport(a.cfg, facts); err != nil {
+	if a.report, err = newNodeReport(a.cfg, facts, blocked); err != nil {
 		return err
 	}
 	if cfg.Registerer != nil {
@@ -210,7 +222,11 @@ func Run(ctx context.Context, cfg Config) error {
 	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
 		"memory", facts.Memory)
 	if a.cfg.LEDs != nil {
-		a.cfg.LEDs.SetReadiness(led.Ready)
+		show := led.Ready
+		if blocked != "" {
+			show = led.NotReady
+		}
+		a.cfg.LEDs.SetReadiness(show)
 		go a.publishLEDs(ctx, a.cfg.LEDs)
 	}
 	if rt != nil {

@@ -85,6 +85,9 @@ type nodeReport struct {
 	pressure pressure // the latest evaluation
 	// runtimeDown is whether containerd stopped answering (watchRuntime).
 	runtimeDown atomic.Bool
+	// blocked says why the board cannot run pods at all (set at start:
+	// its memory cgroup is off); "" if it can.
+	blocked string
 
 	// posted is the pressure last written or found written; only
 	// checkPressure's goroutine uses it after start.
@@ -92,8 +95,9 @@ type nodeReport struct {
 }
 
 // newNodeReport validates cfg's resource and runtime fields against the
-// board and takes the first pressure reading.
-func newNodeReport(cfg Config, f hw.Facts) (*nodeReport, error) {
+// board and takes the first pressure reading. blocked says why the board
+// cannot run pods ("": it can).
+func newNodeReport(cfg Config, f hw.Facts, blocked string) (*nodeReport, error) {
 	if cfg.RuntimeVersion != "" && !strings.Contains(cfg.RuntimeVersion, "://") {
 		return nil, fmt.Errorf("agent: RuntimeVersion %q: want runtime://version, such as containerd://1.7.35", cfg.RuntimeVersion)
 	}
@@ -126,6 +130,7 @@ func newNodeReport(cfg Config, f hw.Facts) (*nodeReport, error) {
 		},
 		memoryThreshold: threshold,
 		read:            boardReader(f.Memory, cfg.DataDir, "/"),
+		blocked:         blocked,
 	}
 	// The first status, which registration posts, has this pressure.
 	if r.posted, err = r.evaluate(); err != nil {

@@ -20,7 +20,7 @@ func testReport(t *testing.T, cfg Config, f hw.Facts) *nodeReport {
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	r, err := newNodeReport(cfg, f)
+	r, err := newNodeReport(cfg, f, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestNewNodeReport(t *testing.T) {
 			cfg := base
 			cfg.DataDir = t.TempDir()
 			tc.edit(&cfg)
-			if _, err := newNodeReport(cfg, pi3); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			if _, err := newNodeReport(cfg, pi3, ""); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
 			}
 		})

@@ -36,6 +36,9 @@ type pressure struct {
 	memory, disk, pids bool
 	// runtimeDown: containerd does not answer; the Node is not Ready.
 	runtimeDown bool
+	// blocked: why the board cannot run pods at all; the Node is not
+	// Ready. "" if it can.
+	blocked string
 	// power are the UnderVoltage and Throttled conditions (hw), powerN of
 	// them: none on a board without the firmware's report.
 	power  [2]hw.Condition
@@ -114,14 +117,22 @@ func (p pressure) conditions(now time.Time) []corev1.NodeCondition {
 		cond(corev1.NodePIDPressure, p.pids,
 			"KubeletHasInsufficientPID", "isle agent has insufficient PID available",
 			"KubeletHasSufficientPID", "isle agent has sufficient PID available"),
-		cond(corev1.NodeReady, !p.runtimeDown, readyReason, readyMessage,
-			notReadyReason, "container runtime is down: containerd does not answer"),
+		cond(corev1.NodeReady, !p.runtimeDown && p.blocked == "", readyReason, readyMessage,
+			notReadyReason, p.notReadyMessage()),
 	}
 	for _, c := range p.power[:p.powerN] {
 		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
 			Reason: c.Reason, Message: c.Message, LastHeartbeatTime: t, LastTransitionTime: t})
 	}
 	return out
+}
+
+// notReadyMessage says why the Node is not Ready.
+func (p pressure) notReadyMessage() string {
+	if p.blocked != "" {
+		return "the board cannot run pods: " + p.blocked
+	}
+	return "container runtime is down: containerd does not answer"
 }
 
 // evaluate reads the board and makes its pressure the one the Node's
@@ -132,7 +143,7 @@ func (r *nodeReport) evaluate() (pressure, error) {
 		return pressure{}, fmt.Errorf("agent: read the board's pressure: %w", err)
 	}
 	p := pressureOf(rd, r.memoryThreshold)
-	p.runtimeDown = r.runtimeDown.Load()
+	p.runtimeDown, p.blocked = r.runtimeDown.Load(), r.blocked
 	r.mu.Lock()
 	r.pressure = p
 	r.mu.Unlock()

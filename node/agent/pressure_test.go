@@ -506,3 +506,34 @@ func TestWatchRuntime(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A board whose memory cgroup is off registers NotReady saying why and how
+// to fix it, and stays so at every check.
+func TestBlockedBoardNotReady(t *testing.T) {
+	a, api, _ := pressureAgent(t, io.Discard)
+	const why = "memory cgroup disabled (cgroup_disable=memory on the kernel command line); pods' memory limits need it"
+	a.report.blocked = why
+	if _, err := a.report.evaluate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		r := api.condition(corev1.NodeReady)
+		if r.Status != corev1.ConditionFalse || r.Reason != notReadyReason || r.Message != "the board cannot run pods: "+why {
+			t.Fatalf("Ready %s: %+v, want False saying why", when, r)
+		}
+	}
+	check("at registration")
+	for range 3 {
+		if err := a.checkPressure(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after checks")
+	if _, puts := api.counts(); puts != 1 {
+		t.Errorf("status writes: %d, want the registration's only", puts)
+	}
+}

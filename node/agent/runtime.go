@@ -6,19 +6,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/containers"
 	"github.com/isle-cluster/isle/node/pods"
 	"github.com/isle-cluster/isle/node/stream"
 )
 
-// connectRuntime checks that the board can run containers and connects
-// to containerd, waiting for it while it starts (a board's containerd
-// may come up after isle).
+// connectRuntime connects to containerd, waiting for it while it starts
+// (a board's containerd may come up after isle).
 func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error) {
-	if err := hw.CheckMemoryCgroup("/"); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
 	cfg := containers.Config{Address: a.cfg.Containerd, Namespace: a.cfg.ContainerdNamespace,
 		FIFODir: filepath.Join(a.cfg.RunDir, "fifo"), RuncRoot: filepath.Join(a.cfg.RunDir, "runc"),
 		Mirrors: a.cfg.RegistryMirrors, InsecureRegistries: a.cfg.InsecureRegistries, OpenLog: pods.OpenLog(0, 0), Logger: a.log}
