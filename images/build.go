@@ -115,6 +115,9 @@ func Build(ctx context.Context, o Options) (disk.Image, error) {
 	if err := o.check(); err != nil {
 		return disk.Image{}, err
 	}
+	if os.Geteuid() != 0 {
+		return disk.Image{}, errors.New("images: building an image needs root (mmdebstrap installs packages as root; binfmt_misc)")
+	}
 	if err := disk.CheckTools(); err != nil {
 		return disk.Image{}, err
 	}
