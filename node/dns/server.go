@@ -70,23 +70,12 @@ func (s *Server) Start() error {
 	}
 	var servers []*dns.Server
 	for _, a := range s.cfg.Addrs {
-		pc, err := net.ListenPacket("udp", a)
+		pc, l, err := listenPair(a)
 		if err != nil {
 			closeAll(servers)
-			return fmt.Errorf("dns: listen udp %s: %w", a, err)
+			return err
 		}
-		servers = append(servers, s.newServer(pc, nil))
-		tcpAddr := a
-		if ap := netip.MustParseAddrPort(a); ap.Port() == 0 {
-			// One free port for both: the one UDP got.
-			tcpAddr = netip.AddrPortFrom(ap.Addr(), uint16(pc.LocalAddr().(*net.UDPAddr).Port)).String()
-		}
-		l, err := net.Listen("tcp", tcpAddr)
-		if err != nil {
-			closeAll(servers)
-			return fmt.Errorf("dns: listen tcp %s: %w", tcpAddr, err)
-		}
-		servers = append(servers, s.newServer(nil, l))
+		servers = append(servers, s.newServer(pc, nil), s.newServer(nil, l))
 	}
 	var up sync.WaitGroup
 	for _, srv := range servers {
@@ -268,6 +257,31 @@ func (s *Server) chase(t *table, resp *dns.Msg, q dns.Question, do bool) {
 		resp.Rcode, resp.Ns = m.Rcode, m.Ns
 		resp.Answer = append(resp.Answer, m.Answer...)
 		return
+	}
+}
+
+// listenPair listens on a (host:port) over UDP and TCP. Port 0 is one free
+// port for both: the one UDP got, tried again with another when TCP finds
+// it taken.
+func listenPair(a string) (net.PacketConn, net.Listener, error) {
+	ap := netip.MustParseAddrPort(a)
+	for try := 1; ; try++ {
+		pc, err := net.ListenPacket("udp", a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dns: listen udp %s: %w", a, err)
+		}
+		tcpAddr := a
+		if ap.Port() == 0 {
+			tcpAddr = netip.AddrPortFrom(ap.Addr(), uint16(pc.LocalAddr().(*net.UDPAddr).Port)).String()
+		}
+		l, err := net.Listen("tcp", tcpAddr)
+		if err == nil {
+			return pc, l, nil
+		}
+		pc.Close()
+		if ap.Port() != 0 || try == 10 {
+			return nil, nil, fmt.Errorf("dns: listen tcp %s: %w", tcpAddr, err)
+		}
 	}
 }
 
