@@ -3,6 +3,7 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,7 +93,9 @@ func testRolloutFlashes(t *testing.T, isl *testIsland) {
 	if len(hosts) != 3 {
 		t.Fatalf("new echo pods on %q, want three", hosts)
 	}
-	for _, b := range append(hosts, leader) {
+	boards := append(hosts, leader)
+	slices.Sort(boards)
+	for _, b := range slices.Compact(boards) {
 		n0, n1 := before[b].LEDs.Flashes, after[b].LEDs.Flashes
 		if n1 <= n0 {
 			t.Errorf("%s's activity LED did not flash in the rollout (%d flashes before, %d after)", b, n0, n1)
