@@ -13,7 +13,7 @@ OUT     ?= out
 # Unit tests (no built binary needed): everything but e2e.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs
+APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs mmdebstrap arch-test qemu-system-arm ipxe-qemu
 
 .PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic demo demo-down image lint clean
 
@@ -30,14 +30,10 @@ cross: ## static, stripped ARM builds (arm64, armv7, armv6) with their sizes
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=6 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/isle-linux-armv6 ./cmd/isle
 	@for f in $(OUT)/isle-linux-*; do printf '%-28s %6.1f MiB (%d bytes)\n' $$f $$(echo "scale=1; $$(stat -c %s $$f)/1048576" | bc) $$(stat -c %s $$f); done
 
-# What `make image` needs besides APT_PACKAGES: mmdebstrap runs the arm64
-# root filesystem's package scripts under qemu-user.
-IMAGE_APT_PACKAGES := mmdebstrap arch-test
 BOARD ?= rpi4
 ROLE ?= agent
 
 image: setup build cross ## an SD-card image (BOARD=rpi3|rpi4|zero2w ROLE=agent|server): out/isle-BOARD-ROLE.img and .img.zst; as root; about 6 min the first time, seconds after
-	@dpkg -s $(IMAGE_APT_PACKAGES) >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(IMAGE_APT_PACKAGES)
 	$(OUT)/isle image build --board $(BOARD) --role $(ROLE) --isle $(OUT)/isle-linux-arm64 --out $(OUT)/isle-$(BOARD)-$(ROLE).img
 
 setup: ## install what builds and tests need (idempotent; Debian, as root)
@@ -62,7 +58,7 @@ test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /raft -e /control -e /node)
 
 test-e2e: build ## whole-binary tests against out/isle
-	ISLE_BIN=$(CURDIR)/$(OUT)/isle $(GO) test -count=1 -timeout 20m ./e2e/...
+	ISLE_BIN=$(CURDIR)/$(OUT)/isle $(GO) test -count=1 -timeout 30m ./e2e/...
 
 # The pod and Pod network tests again, against an isle built with the race
 # detector that exits at the first race: the agent's goroutines under real

@@ -20,10 +20,18 @@ const (
 	// HostLink is the host's link to the LAN, and the sign that an island
 	// runs: its alias names the island's directory.
 	HostLink   = "isle-lan"
-	switchNS   = "/run/netns/isle-lan"
-	switchBr   = "br0"
+	switchNS   = "/run/netns/" + LANNamespace
+	switchBr   = LANBridge
 	hostPort   = "host"
 	aliasStart = "isle island "
+)
+
+// The island's LAN: its network namespace (`ip netns exec isle-lan ...`)
+// and the bridge in it that every board, and the host, is plugged into. A
+// tap on the bridge plugs in another machine, such as a QEMU board.
+const (
+	LANNamespace = "isle-lan"
+	LANBridge    = "br0"
 )
 
 // Ranges of the cluster the host must never route out of the machine.
