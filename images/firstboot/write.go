@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
 // DoneFile marks a board's first boot done: `isle firstboot` does nothing
@@ -34,39 +36,14 @@ func MarkDone(root string, now time.Time) error {
 	return nil
 }
 
-// writeFile writes data to path (making its directory if need be) through
-// path.tmp: written, synced, renamed over path, and the directory synced,
-// so a power cut leaves the old file or the new one. The temporary file is
-// made anew with mode, never readable by more than mode allows. Errors
-// name the file.
+// writeFile writes data to path atomically and durably (mode, never
+// looser), making its directory readable by all if need be: the board's
+// services (systemd-networkd) read what first boot writes.
 func writeFile(path string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := remove(tmp); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp) // best effort: the error says what failed
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.Write(path, data, mode)
 }
 
 // symlink makes link point to target, replacing what is there through a

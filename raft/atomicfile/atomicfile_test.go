@@ -23,6 +23,16 @@ func TestWrite(t *testing.T) {
 	if _, err := os.Stat(p + ".tmp"); !os.IsNotExist(err) {
 		t.Fatalf("temporary file left: %v", err)
 	}
+	// A stale temporary file of a looser mode does not lend it to the file.
+	if err := os.WriteFile(p+".tmp", []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(p, []byte("third"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v after a stale temporary file", fi.Mode())
+	}
 	// A directory where the file should be: an error naming the path.
 	if err := os.Mkdir(filepath.Join(filepath.Dir(p), "d"), 0o700); err != nil {
 		t.Fatal(err)
