@@ -26,17 +26,13 @@ import (
 	"github.com/isle-cluster/isle/node/containers"
 )
 
-// Boards are the boards an image can be built for, with the device tree
-// each boots with.
-var Boards = map[string]string{
-	"rpi3":   "bcm2837-rpi-3-b.dtb",
-	"rpi4":   "bcm2711-rpi-4-b.dtb",
-	"zero2w": "bcm2837-rpi-zero-2-w.dtb",
-}
+// Boards are the boards an image can be built for (all boot the same
+// image; the board names it).
+var Boards = []string{"rpi3", "rpi4", "zero2w"}
 
 // Options say what to build.
 type Options struct {
-	Board string // a key of Boards
+	Board string // one of Boards
 	Role  string // firstboot.RoleAgent or RoleServer
 	// Isle is isle's static linux/arm64 binary.
 	Isle string
@@ -83,17 +79,11 @@ func spec(mirror string) rootfs.Spec {
 
 // check says what is wrong with o.
 func (o *Options) check() error {
-	if _, ok := Boards[o.Board]; !ok {
+	if !slices.Contains(Boards, o.Board) {
 		if o.Board == "rpi5" {
 			return errors.New("images: --board rpi5: Debian bookworm's kernel (6.1) has no Raspberry Pi 5 support")
 		}
-		return fmt.Errorf("images: --board %q: want one of %s", o.Board, strings.Join(slices.Sorted(func(yield func(string) bool) {
-			for b := range Boards {
-				if !yield(b) {
-					return
-				}
-			}
-		}), ", "))
+		return fmt.Errorf("images: --board %q: want one of %s", o.Board, strings.Join(Boards, ", "))
 	}
 	if o.Role != firstboot.RoleAgent && o.Role != firstboot.RoleServer {
 		return fmt.Errorf("images: --role %q: want agent or server", o.Role)
