@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,13 +49,7 @@ func (s Spec) Key() string {
 		field(strings.Join(l, ","))
 	}
 	field(s.Mirror)
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range s.Setup {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(s.Setup)) {
 		field(p)
 		field(s.Setup[p])
 	}
