@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,8 +18,8 @@ const autoAddressWait = 2 * time.Minute
 // autoAddress is the board's own address for `--address auto`: the first
 // IPv4 address (addrOf) of the interface that holds its default route in
 // root's routing table ("/" on a board). It waits up to wait for one,
-// looking every poll.
-func autoAddress(root string, addrOf func(ifname string) (netip.Addr, bool), wait, poll time.Duration, log *slog.Logger) (string, error) {
+// looking every poll, or until ctx ends.
+func autoAddress(ctx context.Context, root string, addrOf func(ifname string) (netip.Addr, bool), wait, poll time.Duration, log *slog.Logger) (string, error) {
 	deadline := time.Now().Add(wait)
 	logged := false
 	for {
@@ -39,7 +40,11 @@ func autoAddress(root string, addrOf func(ifname string) (netip.Addr, bool), wai
 			log.Info("waiting for the board's default route to pick its address (--address auto)")
 			logged = true
 		}
-		time.Sleep(poll)
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("--address auto: %w", ctx.Err())
+		case <-time.After(poll):
+		}
 	}
 }
 

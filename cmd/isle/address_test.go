@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -33,7 +35,7 @@ func TestAutoAddress(t *testing.T) {
 
 	// No default route: it waits, then says what to do.
 	write("eth0\t0001A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n")
-	if _, err := autoAddress(root, addrOf, 30*time.Millisecond, 10*time.Millisecond, log); err == nil || !strings.Contains(err.Error(), "give --address") {
+	if _, err := autoAddress(context.Background(), root, addrOf, 30*time.Millisecond, 10*time.Millisecond, log); err == nil || !strings.Contains(err.Error(), "give --address") {
 		t.Errorf("no default route: %v, want an error saying to give --address", err)
 	}
 
@@ -42,14 +44,25 @@ func TestAutoAddress(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		write("eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n")
 	}()
-	got, err := autoAddress(root, addrOf, 5*time.Second, 10*time.Millisecond, log)
+	got, err := autoAddress(context.Background(), root, addrOf, 5*time.Second, 10*time.Millisecond, log)
 	if err != nil || got != "192.168.1.50" {
 		t.Errorf("autoAddress = %q, %v; want eth0's 192.168.1.50", got, err)
 	}
 
 	// A default route through an interface without an address: not yet.
 	write("wlan0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n")
-	if _, err := autoAddress(root, addrOf, 30*time.Millisecond, 10*time.Millisecond, log); err == nil {
+	if _, err := autoAddress(context.Background(), root, addrOf, 30*time.Millisecond, 10*time.Millisecond, log); err == nil {
 		t.Error("a default route on an interface without an address gave an address")
+	}
+
+	// Stopped (SIGTERM) while it waits: it ends at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := autoAddress(ctx, root, addrOf, time.Minute, 10*time.Millisecond, log); !errors.Is(err, context.Canceled) {
+		t.Errorf("stopped while waiting: %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("stopped while waiting: returned after %v", d)
 	}
 }

@@ -104,12 +104,15 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	addr := netip.MustParseAddr(f.address)
 	leds, err := f.node.openLEDs(log)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer leds.Close()
+	if err := resolveAddress(ctx, &f.address); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	addr := netip.MustParseAddr(f.address)
 
 	cred, joined, err := agent.LoadCredential(f.dataDir)
 	if err != nil {

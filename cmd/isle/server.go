@@ -153,6 +153,12 @@ func runServer(ctx context.Context, f serverFlags) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer node.LEDs.Close()
+	if err := resolveAddress(ctx, &f.address); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if f.vip == f.address {
+		return fmt.Errorf("server: --vip %s is this board's own address: want a free IPv4 address on the boards' LAN", f.vip)
+	}
 	return cluster.Run(ctx, cluster.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,
@@ -181,8 +187,8 @@ func checkJoinAddrs(addrs []string) error {
 }
 
 // checkBoard checks the flags every board has: --name (default: the
-// hostname) and --address (auto: resolved here, waiting for the default
-// route).
+// hostname) and --address, which may be auto (resolveAddress resolves it
+// once the LEDs show that isle is starting).
 func checkBoard(name, address *string) error {
 	if *name == "" {
 		h, err := os.Hostname()
@@ -192,15 +198,25 @@ func checkBoard(name, address *string) error {
 		*name = h
 	}
 	if *address == "auto" {
-		a, err := autoAddress("/", interfaceIPv4, autoAddressWait, time.Second, slog.Default())
-		if err != nil {
-			return err
-		}
-		*address = a
+		return nil
 	}
 	if ip, err := netip.ParseAddr(*address); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
 		return fmt.Errorf("--address %q: want this board's own IP address (other boards dial it), or auto", *address)
 	}
+	return nil
+}
+
+// resolveAddress replaces --address auto by the address of the board's
+// default route, waiting for the network to come up.
+func resolveAddress(ctx context.Context, address *string) error {
+	if *address != "auto" {
+		return nil
+	}
+	a, err := autoAddress(ctx, "/", interfaceIPv4, autoAddressWait, time.Second, slog.Default())
+	if err != nil {
+		return err
+	}
+	*address = a
 	return nil
 }
 
