@@ -205,6 +205,10 @@ func extract(ctx context.Context, tarball, dir string) error {
 	return nil
 }
 
+// clockEpoch is the file whose modification time systemd sets the clock
+// to at boot when the clock is behind it.
+const clockEpoch = "/usr/lib/clock-epoch"
+
 // file is one file the overlay writes.
 type file struct {
 	path string
@@ -232,6 +236,11 @@ func overlay(root string, o Options) error {
 		// made).
 		{"/etc/systemd/journald.conf.d/isle.conf", 0o644, "[Journal]\nStorage=volatile\nRuntimeMaxUse=32M\n"},
 		{"/etc/hostname", 0o644, "isle\n"},
+		// A Pi has no clock battery: until NTP answers, its clock starts
+		// from systemd's epoch, this file's modification time (the
+		// build's), rather than from a time before the cluster's
+		// certificates.
+		{clockEpoch, 0o644, ""},
 	}
 	for _, name := range []string{"isle-agent.service", "isle-server.service", "isle-firstboot.service"} {
 		b, err := units.Files.ReadFile(name)
@@ -248,6 +257,10 @@ func overlay(root string, o Options) error {
 		if err := os.WriteFile(p, []byte(f.data), f.mode); err != nil {
 			return fmt.Errorf("images: %w", err)
 		}
+	}
+	now := time.Now()
+	if err := os.Chtimes(filepath.Join(root, clockEpoch), now, now); err != nil {
+		return fmt.Errorf("images: %w", err)
 	}
 	// Enabled as systemctl enable would: links in the targets' wants.
 	for _, l := range []struct{ target, unit string }{

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/isle-cluster/isle/images/firstboot"
 )
@@ -68,6 +69,7 @@ func TestOverlayAndSplit(t *testing.T) {
 		}
 	}
 	o := Options{Board: "rpi3", Role: "server", Isle: elf(t, 2, 183)}
+	built := time.Now().Add(-time.Second) // the file system's times may be coarse
 	if err := overlay(root, o); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +94,9 @@ func TestOverlayAndSplit(t *testing.T) {
 	}
 	if journald, _ := os.ReadFile(filepath.Join(root, "etc/systemd/journald.conf.d/isle.conf")); !strings.Contains(string(journald), "Storage=volatile") {
 		t.Errorf("journald keeps its journal on the card:\n%s", journald)
+	}
+	if fi, err := os.Stat(filepath.Join(root, clockEpoch)); err != nil || fi.ModTime().Before(built) {
+		t.Errorf("%s, from which a board without a clock starts: %v, %v; want the build's time", clockEpoch, fi, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(boot, "isle.yaml.example")); err != nil || string(b) != firstboot.Example {
 		t.Errorf("isle.yaml.example on the boot partition: %v", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ServerConfig returns the API server's TLS configuration: TLS 1.2 or later
@@ -50,6 +51,12 @@ func ServerConfig(ca *CA, certPEM, keyPEM []byte) (*tls.Config, error) {
 		ClientCAs:    ca.Pool(),
 	}, nil
 }
+
+// ErrClock is a pinned verification that failed only on time: the
+// server's certificates are of the pinned CA, but this machine's clock is
+// outside their validity. A board without a clock battery that has not
+// reached an NTP server yet starts from an old time.
+var ErrClock = errors.New("this board's clock is outside the validity of the server's certificates (is its time set? a board without a clock battery takes it from NTP)")
 
 // PinnedClientConfig returns a TLS client configuration for a joiner that
 // knows only the CA hash from a join token. The handshake succeeds only if
@@ -100,6 +107,14 @@ func verifyPinned(certs []*x509.Certificate, wantHash, serverName string) error 
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if _, err := leaf.Verify(opts); err != nil {
+		// Only time: the chain verifies at the leaf's first or last
+		// moment.
+		for _, at := range []time.Time{leaf.NotBefore, leaf.NotAfter} {
+			opts.CurrentTime = at
+			if _, terr := leaf.Verify(opts); terr == nil {
+				return fmt.Errorf("pki: pinned verify: server certificate: %w: %w", ErrClock, err)
+			}
+		}
 		return fmt.Errorf("pki: pinned verify: server certificate: %w", err)
 	}
 	return nil

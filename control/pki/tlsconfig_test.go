@@ -3,13 +3,16 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startTLSServer serves, over 127.0.0.1, the name of the client certificate's
@@ -246,6 +249,35 @@ func TestVerifyPinnedNoCertificates(t *testing.T) {
 	err := verifyPinned([]*x509.Certificate{ca.Cert}, CAHash(ca.Cert), "")
 	if err == nil {
 		t.Error("verifyPinned accepted a chain holding only the CA")
+	}
+}
+
+func TestVerifyPinnedClock(t *testing.T) {
+	// A serving certificate issued by a server whose clock is a day ahead
+	// of this board's: not valid yet here.
+	tomorrow := func(ca *CA) *x509.Certificate {
+		t.Helper()
+		certPEM, _, err := ca.IssueServing("isle-apiserver", nil, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Now().Add(24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := ParseCertPEM(certPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	ca := mustCA(t, "isle-ca")
+	// Of the pinned CA: the board's clock is wrong, not the server.
+	err := verifyPinned([]*x509.Certificate{tomorrow(ca), ca.Cert}, CAHash(ca.Cert), "127.0.0.1")
+	if !errors.Is(err, ErrClock) {
+		t.Errorf("certificate not valid yet: %v, want ErrClock", err)
+	}
+	// An impostor's, sent with the pinned CA's certificate: refused as an
+	// impostor's, whatever the time.
+	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert}, CAHash(ca.Cert), "127.0.0.1")
+	if err == nil || errors.Is(err, ErrClock) {
+		t.Errorf("impostor's certificate: %v, want a refusal that is not ErrClock", err)
 	}
 }
 

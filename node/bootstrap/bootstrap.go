@@ -139,6 +139,9 @@ func (c *Client) Do(ctx context.Context, method, addr, path string, in, out any,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, pki.ErrClock) {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
 		if strings.Contains(err.Error(), "pinned verify") {
 			return fmt.Errorf("%s is not a server of the cluster this token belongs to (its certificate does not chain to the CA hash in the token): %w", addr, err)
 		}
