@@ -23,97 +23,17 @@ import (
 // island's registry that answers HTTP across the island, and its Node goes
 // NotReady when it is powered off.
 func TestImageBootsAndJoins(t *testing.T) {
-	ctrtest.Require(t, "qemu-system-aarch64", "mmdebstrap", "mcopy", "mdir", "mkfs.vfat", "sfdisk", "mke2fs")
 	isl := startIsland(t, 1, 0)
-	dir := t.TempDir()
-	arm64 := filepath.Join(dir, "isle-linux-arm64")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", arm64, "../cmd/isle")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build arm64 isle: %v\n%s", err, out)
-	}
-	img := filepath.Join(dir, "isle.img")
-	start := time.Now()
-	if out, err := exec.Command(isl.bin, "image", "build", "--board", "rpi4", "--role", "agent", "--isle", arm64,
-		"--out", img, "--no-compress").CombinedOutput(); err != nil {
-		t.Fatalf("isle image build: %v\n%s", err, out)
-	}
-	t.Logf("image built in %v", time.Since(start).Round(time.Second))
-	if err := os.Truncate(img, 4<<30); err != nil {
-		t.Fatal(err)
-	}
-	token, err := os.ReadFile(filepath.Join(isl.dir, "pi1", "data", "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	yaml := fmt.Sprintf("role: agent\ntoken: %s\njoin: [10.77.0.11]\nhostname: vm1\naddress: 10.77.0.30/24\n"+
-		"gateway: 10.77.0.1\ndns: [10.77.0.1]\nisle:\n  registry-mirror: [registry.island=http://10.77.0.1:5000]\n",
-		strings.TrimSpace(string(token)))
-	if err := os.WriteFile(filepath.Join(dir, "isle.yaml"), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mtools := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	part := img + "@@4M"
-	mtools("mcopy", "-o", "-i", part, "isle.yaml", "::/isle.yaml")
-	var kernel, initrd string
-	for _, f := range strings.Fields(mtools("mdir", "-b", "-i", part, "::/")) {
-		switch base := strings.TrimPrefix(f, "::/"); {
-		case strings.HasPrefix(base, "vmlinuz-"):
-			kernel = base
-		case strings.HasPrefix(base, "initrd.img-"):
-			initrd = base
-		}
-	}
-	mtools("mcopy", "-n", "-i", part, "::/"+kernel, "vmlinuz")
-	mtools("mcopy", "-n", "-i", part, "::/"+initrd, "initrd")
-
-	for _, args := range [][]string{
-		{"ip", "netns", "exec", island.LANNamespace, "ip", "tuntap", "add", "dev", "vmtap0", "mode", "tap"},
-		{"ip", "netns", "exec", island.LANNamespace, "ip", "link", "set", "vmtap0", "master", island.LANBridge, "up"},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	console, err := os.Create(filepath.Join(dir, "console.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer console.Close()
+	card := flashImage(t, isl, "rpi4", "role: agent\ntoken: %s\njoin: [10.77.0.11]\nhostname: vm1\naddress: 10.77.0.30/24\n"+
+		"gateway: 10.77.0.1\ndns: [10.77.0.1]\nisle:\n  registry-mirror: [registry.island=http://10.77.0.1:5000]\n")
+	lanTap(t, "vmtap0")
 	ctx, cancel := context.WithCancel(context.Background())
-	vm := exec.CommandContext(ctx, "ip", "netns", "exec", island.LANNamespace, "qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72",
-		"-smp", "2", "-m", "1024", "-nographic", "-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", filepath.Join(dir, "initrd"),
+	booted := bootVM(t, ctx, card, "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
 		"-append", "root=LABEL=RASPIROOT rw console=ttyAMA0 net.ifnames=0 cgroup_enable=memory",
-		"-drive", "file="+img+",if=virtio,format=raw", "-netdev", "tap,id=n0,ifname=vmtap0,script=no,downscript=no",
-		"-device", "virtio-net-pci,netdev=n0", "-no-reboot")
-	vm.Stdout, vm.Stderr = console, console
-	if err := vm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	booted := time.Now()
-	t.Cleanup(func() {
-		cancel()
-		_ = vm.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(console.Name())
-			t.Logf("console (tail):\n%s", b[max(0, len(b)-8192):])
-		}
-	})
+		"-drive", "file="+card.img+",if=virtio,format=raw", "-netdev", "tap,id=n0,ifname=vmtap0,script=no,downscript=no",
+		"-device", "virtio-net-pci,netdev=n0", "-serial", "file:"+card.console)
 	k := isl.kubectl
-	waitFor(t, 5*time.Minute, "vm1 Ready", func() bool {
-		out, _, err := k.run("", "get", "node", "vm1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		return err == nil && out == "True"
-	})
+	waitNodeReady(t, isl, "vm1", 5*time.Minute)
 	t.Logf("vm1 Ready %v after boot", time.Since(booted).Round(time.Second))
 	if arch := k.ok(t, "get", "node", "vm1", "-o", `jsonpath={.metadata.labels.kubernetes\.io/arch}`); arch != "arm64" {
 		t.Errorf("vm1 arch %q", arch)
@@ -144,4 +64,128 @@ spec:
 		return err == nil && out != "True"
 	})
 	t.Logf("vm1 NotReady %v after power-off", time.Since(off).Round(100*time.Millisecond))
+}
+
+// sdCard is a built image with isle.yaml written on its boot partition, as
+// a user flashes and edits one, and the boot files QEMU loads itself (its
+// -kernel boot skips the Pi's firmware).
+type sdCard struct {
+	dir, img, kernel, initrd, dtb, console string
+}
+
+// flashImage builds an image for board with the isle.yaml yaml, whose %s
+// is the island's token, and grows it to 4 GiB as a card (a power of two,
+// which QEMU's SD card needs).
+func flashImage(t *testing.T, isl *testIsland, board, yaml string) sdCard {
+	t.Helper()
+	ctrtest.Require(t, "qemu-system-aarch64", "mmdebstrap", "mcopy", "mdir", "mkfs.vfat", "sfdisk", "mke2fs")
+	dir := t.TempDir()
+	arm64 := filepath.Join(dir, "isle-linux-arm64")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", arm64, "../cmd/isle")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build arm64 isle: %v\n%s", err, out)
+	}
+	c := sdCard{dir: dir, img: filepath.Join(dir, "isle.img"), console: filepath.Join(dir, "console.log")}
+	start := time.Now()
+	if out, err := exec.Command(isl.bin, "image", "build", "--board", board, "--role", "agent", "--isle", arm64,
+		"--out", c.img, "--no-compress").CombinedOutput(); err != nil {
+		t.Fatalf("isle image build: %v\n%s", err, out)
+	}
+	t.Logf("image built in %v", time.Since(start).Round(time.Second))
+	if err := os.Truncate(c.img, 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	token, err := os.ReadFile(filepath.Join(isl.dir, "pi1", "data", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "isle.yaml"), fmt.Appendf(nil, yaml, strings.TrimSpace(string(token))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtools := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	part := c.img + "@@4M"
+	mtools("mcopy", "-o", "-i", part, "isle.yaml", "::/isle.yaml")
+	for _, f := range strings.Fields(mtools("mdir", "-b", "-i", part, "::/")) {
+		switch base := strings.TrimPrefix(f, "::/"); {
+		case strings.HasPrefix(base, "vmlinuz-"):
+			c.kernel = filepath.Join(dir, base)
+		case strings.HasPrefix(base, "initrd.img-"):
+			c.initrd = filepath.Join(dir, base)
+		case base == "bcm2837-rpi-3-b.dtb":
+			c.dtb = filepath.Join(dir, base)
+		default:
+			continue
+		}
+		mtools("mcopy", "-n", "-i", part, f, dir)
+	}
+	if c.kernel == "" || c.initrd == "" || c.dtb == "" {
+		t.Fatalf("the boot partition lacks a kernel, an initrd or the Pi 3's device tree:\n%s", mtools("mdir", "-b", "-i", part, "::/"))
+	}
+	return c
+}
+
+// lanTap makes a tap device on the island's LAN bridge (it goes with the
+// island's LAN namespace).
+func lanTap(t *testing.T, name string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"ip", "netns", "exec", island.LANNamespace, "ip", "tuntap", "add", "dev", name, "mode", "tap"},
+		{"ip", "netns", "exec", island.LANNamespace, "ip", "link", "set", name, "master", island.LANBridge, "up"},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// bootVM powers on the card in qemu-system-aarch64 (in the island's LAN
+// namespace, where its taps are) with the machine arguments args, until
+// ctx ends or the test does. It returns when QEMU started; on failure the
+// test's log gets the console's tail.
+func bootVM(t *testing.T, ctx context.Context, c sdCard, args ...string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	args = append([]string{"netns", "exec", island.LANNamespace, "qemu-system-aarch64",
+		"-kernel", c.kernel, "-initrd", c.initrd, "-display", "none", "-no-reboot"}, args...)
+	vm := exec.CommandContext(ctx, "ip", args...)
+	out, err := os.Create(filepath.Join(c.dir, "qemu.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm.Stdout, vm.Stderr = out, out
+	if err := vm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = vm.Wait()
+		out.Close()
+		if t.Failed() {
+			for _, f := range []string{out.Name(), c.console} {
+				b, _ := os.ReadFile(f)
+				t.Logf("%s (tail):\n%s", filepath.Base(f), b[max(0, len(b)-8192):])
+			}
+		}
+	})
+	return time.Now()
+}
+
+// waitNodeReady waits for the Node to be Ready.
+func waitNodeReady(t *testing.T, isl *testIsland, name string, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, name+" Ready", func() bool {
+		out, _, err := isl.kubectl.run("", "get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return err == nil && out == "True"
+	})
 }
