@@ -24,7 +24,9 @@ const (
 	// ConfigFile is isle's configuration, read by isle server and agent.
 	ConfigFile = "/etc/isle/config.yaml"
 	// NetworkFile is systemd-networkd's configuration of the interface.
-	NetworkFile  = "/etc/systemd/network/10-isle.network"
+	NetworkFile = "/etc/systemd/network/10-isle.network"
+	// SSHKeysFile holds isle.yaml's ssh-authorized-keys, root's keys.
+	SSHKeysFile  = "/root/.ssh/authorized_keys"
 	hostnameFile = "/etc/hostname"
 	hostsFile    = "/etc/hosts"
 	// unitDir holds the units of the image; wantsDir the links that
@@ -67,6 +69,13 @@ func DefaultHostname(b Board) (string, error) {
 	return name, nil
 }
 
+// boardFile is a file Apply writes.
+type boardFile struct {
+	path string
+	data []byte
+	mode fs.FileMode
+}
+
 // Apply writes the board's configuration under root ("/" on a board, a
 // temporary directory in tests): see the package documentation. c needs a
 // role (isle.yaml's or the image's). Nothing is written unless c is valid.
@@ -92,15 +101,18 @@ func Apply(root string, c *Config, b Board) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("firstboot: %w", err)
 	}
-	files := []struct {
-		path string
-		data []byte
-		mode fs.FileMode
-	}{
+	files := []boardFile{
 		{ConfigFile, config, 0o600},
 		{hostnameFile, []byte(name + "\n"), 0o644},
 		{hostsFile, hostsWithName(hosts, name), 0o644},
 		{NetworkFile, c.networkFile(), 0o644},
+	}
+	if len(c.SSHKeys) > 0 {
+		// sshd wants root's .ssh its own; writeFile would make it readable.
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(SSHKeysFile)), 0o700); err != nil {
+			return fmt.Errorf("firstboot: %w", err)
+		}
+		files = append(files, boardFile{SSHKeysFile, []byte(strings.Join(c.SSHKeys, "\n") + "\n"), 0o600})
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(root, f.path), f.data, f.mode); err != nil {

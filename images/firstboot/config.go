@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/isle-cluster/isle/control/pki"
@@ -65,6 +66,9 @@ type Config struct {
 	// LEDReady and LEDActivity are isle's --led-ready and --led-activity.
 	// led.KindUnset: isle's default.
 	LEDReady, LEDActivity led.Spec
+	// SSHKeys are public keys, one authorized_keys line each, that may log
+	// in as root over SSH. Empty: none, and no one can.
+	SSHKeys []string
 	// Isle are further settings of isle server or agent, in isle.yaml's
 	// order.
 	Isle []Setting
@@ -122,6 +126,7 @@ var keys = []keyReader{
 	{"interface", func(c *Config, v *yaml.Node) (err error) { c.Interface, err = scalar(v); return err }},
 	{"led-ready", func(c *Config, v *yaml.Node) error { return readLED(&c.LEDReady, v) }},
 	{"led-activity", func(c *Config, v *yaml.Node) error { return readLED(&c.LEDActivity, v) }},
+	{"ssh-authorized-keys", readSSHKeys},
 	{"isle", readIsle},
 }
 
@@ -359,6 +364,25 @@ func readLED(spec *led.Spec, v *yaml.Node) error {
 		return err
 	}
 	return spec.Set(s)
+}
+
+func readSSHKeys(c *Config, v *yaml.Node) error {
+	elems := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		elems = v.Content
+	}
+	for _, e := range elems {
+		s, err := scalar(e)
+		if err != nil {
+			return errorAt(e.Line, "%v", err)
+		}
+		s = strings.TrimSpace(s)
+		if _, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(s)); err != nil || len(rest) > 0 {
+			return errorAt(e.Line, "want a public key (ed25519, ECDSA or RSA) as in authorized_keys or id_ed25519.pub (ssh-ed25519 AAAA... you@pc), one a list element")
+		}
+		c.SSHKeys = append(c.SSHKeys, s)
+	}
+	return nil
 }
 
 func readIsle(c *Config, v *yaml.Node) error {

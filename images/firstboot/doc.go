@@ -20,6 +20,8 @@
 //   - etc/hostname and the 127.0.1.1 line of etc/hosts;
 //   - etc/systemd/network/10-isle.network for systemd-networkd: DHCP or
 //     the static address, gateway and DNS servers;
+//   - root/.ssh/authorized_keys (mode 0600, in a directory of mode 0700)
+//     with isle.yaml's ssh-authorized-keys, if it gives any;
 //   - the link enabling isle-ROLE.service in
 //     etc/systemd/system/multi-user.target.wants (the other role's link
 //     removed).

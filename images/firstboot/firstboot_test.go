@@ -14,6 +14,9 @@ import (
 // testToken is a well-formed cluster token.
 const testToken = "ISLE1::0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef::abcdefghijklmnopqrstuvwxyz234567"
 
+// testSSHKey is a well-formed public key.
+const testSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICE8pRXBZYhHlkegA5gL392Cvsuxtj3yaHTZNDzV66S9 you@pc"
+
 // debianHosts is /etc/hosts as Debian's root filesystem has it.
 const debianHosts = "127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n"
 
@@ -29,6 +32,9 @@ dns: [192.168.1.1, 192.168.1.2]
 interface: eth0
 led-ready: gpio17
 led-activity: sysfs:ACT
+ssh-authorized-keys:
+  - ` + testSSHKey + `
+  - "` + testSSHKey + `-laptop"
 isle:
   max-pods: 30
   registry-mirror: [registry.lan=http://192.168.1.5:5000]
@@ -164,6 +170,10 @@ mdns: false
 	checkFile(t, root, firstboot.NetworkFile, "# Written by isle firstboot from "+boot+".\n[Match]\nName=eth0\n\n[Network]\n"+
 		"Address=192.168.1.50/24\nGateway=192.168.1.1\nDNS=192.168.1.1\nDNS=192.168.1.2\n", 0o644)
 	checkUnit(t, root, "agent")
+	checkFile(t, root, firstboot.SSHKeysFile, testSSHKey+"\n"+testSSHKey+"-laptop\n", 0o600)
+	if fi, err := os.Stat(filepath.Join(root, "root/.ssh")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("root's .ssh: %v, %v; want mode 0700 (sshd refuses keys others can reach)", fi, err)
+	}
 
 	if err := firstboot.RemoveToken(boot, c); err != nil {
 		t.Fatal(err)
@@ -406,6 +416,9 @@ func TestBadSettings(t *testing.T) {
 		{"dns", tok + "address: 192.168.1.50/24\ngateway: 192.168.1.1\ndns: [dns.lan]\n", "4: dns: \"dns.lan\""},
 		{"interface", tok + "interface: eth0/1\n", "2: interface: \"eth0/1\""},
 		{"led", tok + "led-ready: gpio99\n", "2: led-ready: hw: led \"gpio99\""},
+		{"ssh key", tok + "ssh-authorized-keys:\n  - " + testSSHKey + "\n  - ssh-ed25519 AAAA you@pc\n", "4: ssh-authorized-keys: want a public key"},
+		{"ssh private key", tok + "ssh-authorized-keys: -----BEGIN OPENSSH PRIVATE KEY-----\n", "2: ssh-authorized-keys: want a public key"},
+		{"ssh two keys a line", tok + "ssh-authorized-keys: \"" + testSSHKey + "\\n" + testSSHKey + "\"\n", "2: ssh-authorized-keys: want a public key"},
 		{"isle not a mapping", tok + "isle: [a]\n", "2: isle: want a mapping"},
 		{"isle value a mapping", tok + "isle:\n  max-pods: {a: 1}\n", "3: isle: max-pods: want a value or a list"},
 		{"isle sets a top-level key", tok + "isle:\n  max-pods: 3\n  name: x\n", "4: isle: name: set by hostname:"},
