@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
 	"github.com/isle-cluster/isle/node/island"
@@ -24,8 +28,17 @@ import (
 // NotReady when it is powered off.
 func TestImageBootsAndJoins(t *testing.T) {
 	isl := startIsland(t, 1, 0)
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	card := flashImage(t, isl, "rpi4", "role: agent\ntoken: %s\njoin: [10.77.0.11]\nhostname: vm1\naddress: 10.77.0.30/24\n"+
-		"gateway: 10.77.0.1\ndns: [10.77.0.1]\nisle:\n  registry-mirror: [registry.island=http://10.77.0.1:5000]\n")
+		"gateway: 10.77.0.1\ndns: [10.77.0.1]\nssh-authorized-keys: ["+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))+"]\n"+
+		"isle:\n  registry-mirror: [registry.island=http://10.77.0.1:5000]\n")
 	lanTap(t, "vmtap0")
 	ctx, cancel := context.WithCancel(context.Background())
 	booted := bootVM(t, ctx, card, "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
@@ -37,6 +50,13 @@ func TestImageBootsAndJoins(t *testing.T) {
 	t.Logf("vm1 Ready %v after boot", time.Since(booted).Round(time.Second))
 	if arch := k.ok(t, "get", "node", "vm1", "-o", `jsonpath={.metadata.labels.kubernetes\.io/arch}`); arch != "arm64" {
 		t.Errorf("vm1 arch %q", arch)
+	}
+	// Logged in with isle.yaml's key: the token left the FAT partition
+	// for a file only root reads.
+	out := sshRun(t, "10.77.0.30:22", signer, "stat -c %a /etc/isle/config.yaml; grep -c '^token: ISLE1::' /etc/isle/config.yaml; "+
+		"grep -c 'ISLE1::' /boot/firmware/isle.yaml; systemctl is-active isle-agent")
+	if want := "600\n1\n0\nactive\n"; out != want {
+		t.Errorf("on vm1: config.yaml's mode, its token lines, isle.yaml's token lines, isle-agent:\n%q, want %q", out, want)
 	}
 	if out, err := exec.Command("go", "run", "../deploy/hello/mkimage", "-platforms", "linux/arm64",
 		"-push", isl.state.RegistryAddr()+"/isle/hello-arm:1.0").CombinedOutput(); err != nil {
@@ -179,6 +199,29 @@ func bootVM(t *testing.T, ctx context.Context, c sdCard, args ...string) time.Ti
 		}
 	})
 	return time.Now()
+}
+
+// sshRun runs a shell command on a board as root over SSH, with key, and
+// returns its output (the command's exit status is not checked: grep -c
+// counts 0 with status 1).
+func sshRun(t *testing.T, addr string, key ssh.Signer, cmd string) string {
+	t.Helper()
+	c, err := ssh.Dial("tcp", addr, &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second}) // the board's key is new: nothing to check it against
+	if err != nil {
+		t.Fatalf("ssh %s: %v", addr, err)
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatalf("ssh %s: %v", addr, err)
+	}
+	defer s.Close()
+	out, err := s.CombinedOutput(cmd)
+	if err != nil && !errors.As(err, new(*ssh.ExitError)) {
+		t.Fatalf("ssh %s %q: %v\n%s", addr, cmd, err, out)
+	}
+	return string(out)
 }
 
 // waitNodeReady waits for the Node to be Ready.

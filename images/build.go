@@ -52,7 +52,7 @@ type Options struct {
 var Packages = []string{
 	"systemd", "systemd-sysv", "systemd-timesyncd", "udev", "dbus", "kmod", "iproute2", "ca-certificates",
 	"containerd", "runc", "nftables", "raspi-firmware", "linux-image-arm64", "initramfs-tools",
-	"e2fsprogs", "fdisk", "zstd",
+	"e2fsprogs", "fdisk", "zstd", "openssh-server",
 }
 
 // initramfsModules are all the initramfs holds: the root filesystem, and
@@ -241,6 +241,11 @@ func overlay(root string, o Options) error {
 		// build's), rather than from a time before the cluster's
 		// certificates.
 		{clockEpoch, 0o644, ""},
+		// sshd: keys only (isle.yaml's ssh-authorized-keys), and host
+		// keys of the board's own, made at its first start: the image's
+		// are removed below, or every card would share them.
+		{"/etc/ssh/sshd_config.d/isle.conf", 0o644, "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"},
+		{"/etc/systemd/system/ssh.service.d/isle.conf", 0o644, "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n"},
 	}
 	for _, name := range []string{"isle-agent.service", "isle-server.service", "isle-firstboot.service"} {
 		b, err := units.Files.ReadFile(name)
@@ -261,6 +266,15 @@ func overlay(root string, o Options) error {
 	now := time.Now()
 	if err := os.Chtimes(filepath.Join(root, clockEpoch), now, now); err != nil {
 		return fmt.Errorf("images: %w", err)
+	}
+	hostKeys, err := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	for _, k := range hostKeys {
+		if err := os.Remove(k); err != nil {
+			return fmt.Errorf("images: %w", err)
+		}
 	}
 	// Enabled as systemctl enable would: links in the targets' wants.
 	for _, l := range []struct{ target, unit string }{

@@ -59,6 +59,7 @@ func TestOverlayAndSplit(t *testing.T) {
 		"usr/lib/systemd/system/systemd-networkd.service", "usr/lib/systemd/system/systemd-networkd-wait-online.service",
 		"usr/lib/systemd/system/systemd-networkd.socket", "usr/share/systemd/tmp.mount",
 		"boot/firmware/config.txt", "boot/firmware/vmlinuz-6.1.0-50-arm64",
+		"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub",
 	} {
 		p := filepath.Join(root, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -94,6 +95,12 @@ func TestOverlayAndSplit(t *testing.T) {
 	}
 	if journald, _ := os.ReadFile(filepath.Join(root, "etc/systemd/journald.conf.d/isle.conf")); !strings.Contains(string(journald), "Storage=volatile") {
 		t.Errorf("journald keeps its journal on the card:\n%s", journald)
+	}
+	if keys, _ := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*")); len(keys) > 0 {
+		t.Errorf("the image keeps SSH host keys, which every card would share: %v", keys)
+	}
+	if dropIn, _ := os.ReadFile(filepath.Join(root, "etc/systemd/system/ssh.service.d/isle.conf")); !strings.Contains(string(dropIn), "ssh-keygen -A") {
+		t.Errorf("sshd does not make its host keys:\n%s", dropIn)
 	}
 	if fi, err := os.Stat(filepath.Join(root, clockEpoch)); err != nil || fi.ModTime().Before(built) {
 		t.Errorf("%s, from which a board without a clock starts: %v, %v; want the build's time", clockEpoch, fi, err)
