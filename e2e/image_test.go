@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,9 @@ spec:
 // -kernel boot skips the Pi's firmware).
 type sdCard struct {
 	dir, img, kernel, initrd, dtb, console string
+	// cmdline is cmdline.txt's kernel command line, as the Pi's firmware
+	// passes it.
+	cmdline string
 }
 
 // flashImage builds an image for board with the isle.yaml yaml, whose %s
@@ -98,7 +102,7 @@ type sdCard struct {
 // which QEMU's SD card needs).
 func flashImage(t *testing.T, isl *testIsland, board, yaml string) sdCard {
 	t.Helper()
-	ctrtest.Require(t, "qemu-system-aarch64", "mmdebstrap", "mcopy", "mdir", "mkfs.vfat", "sfdisk", "mke2fs")
+	ctrtest.Require(t, "qemu-system-aarch64", "mmdebstrap", "mcopy", "mdir", "mtype", "mkfs.vfat", "sfdisk", "mke2fs")
 	dir := t.TempDir()
 	arm64 := filepath.Join(dir, "isle-linux-arm64")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", arm64, "../cmd/isle")
@@ -151,6 +155,28 @@ func flashImage(t *testing.T, isl *testIsland, board, yaml string) sdCard {
 	}
 	if c.kernel == "" || c.initrd == "" || c.dtb == "" {
 		t.Fatalf("the boot partition lacks a kernel, an initrd or the Pi 3's device tree:\n%s", mtools("mdir", "-b", "-i", part, "::/"))
+	}
+	// What QEMU does not run, the Pi's firmware, finds what it needs: the
+	// boards' device trees, and a config.txt starting this kernel and
+	// initrd in 64-bit mode.
+	files := mtools("mdir", "-b", "-i", part, "::/")
+	for _, f := range []string{"bootcode.bin", "start.elf", "start4.elf", "fixup.dat", "fixup4.dat",
+		"bcm2837-rpi-3-b.dtb", "bcm2837-rpi-3-b-plus.dtb", "bcm2711-rpi-4-b.dtb", "bcm2837-rpi-zero-2-w.dtb"} {
+		if !strings.Contains(files, "::/"+f+"\n") {
+			t.Errorf("the boot partition has no %s", f)
+		}
+	}
+	config := mtools("mtype", "-i", part, "::/config.txt")
+	for _, l := range []string{"arm_64bit=1", "kernel=" + filepath.Base(c.kernel), "initramfs " + filepath.Base(c.initrd)} {
+		if !strings.Contains(config, "\n"+l+"\n") {
+			t.Errorf("config.txt has no line %q:\n%s", l, config)
+		}
+	}
+	c.cmdline = strings.TrimSpace(mtools("mtype", "-i", part, "::/cmdline.txt"))
+	for _, w := range []string{"root=LABEL=RASPIROOT", "cgroup_enable=memory"} {
+		if !slices.Contains(strings.Fields(c.cmdline), w) {
+			t.Errorf("cmdline.txt has no %s: %q", w, c.cmdline)
+		}
 	}
 	return c
 }

@@ -17,8 +17,8 @@ import (
 )
 
 // TestImageBootsOnRaspi3b boots the image for a Pi 3 on QEMU's model of one
-// (-M raspi3b: the SD card, the Pi 3's device tree, its BCM2835 GPIO
-// controller; its network a USB Ethernet device, as QEMU's Pi 3 has no
+// (-M raspi3b: the SD card, the Pi 3's device tree and the card's
+// cmdline.txt, its BCM2835 GPIO controller; its network a USB Ethernet device, as QEMU's Pi 3 has no
 // network card, on the island's LAN through a tap). isle.yaml names no
 // board, so the board names itself from its MAC address; it joins the
 // island and lights its readiness LED on GPIO17, which isle drives through
@@ -32,10 +32,10 @@ func TestImageBootsOnRaspi3b(t *testing.T) {
 	lanTap(t, "pi3tap0")
 	qmpPath := filepath.Join(card.dir, "qmp.sock")
 	// QEMU's Pi 3 has its memory and cores; the second serial port is the
-	// console (ttyS1). One TCG thread: the Pi 3 model wants it.
+	// console (ttyS1, last so that it is /dev/console). One TCG thread: the
+	// Pi 3 model wants it. The kernel command line is the card's own.
 	booted := bootVM(t, context.Background(), card, "-M", "raspi3b", "-accel", "tcg,thread=single", "-dtb", card.dtb,
-		"-append", "console=ttyS1,115200 root=LABEL=RASPIROOT rw rootwait net.ifnames=0 cgroup_enable=memory cgroup_memory=1 "+
-			"systemd.journald.forward_to_console=1",
+		"-append", card.cmdline+" console=ttyS1,115200 systemd.journald.forward_to_console=1",
 		"-drive", "file="+card.img+",if=sd,format=raw", "-serial", "null", "-serial", "file:"+card.console,
 		"-netdev", "tap,id=n0,ifname=pi3tap0,script=no,downscript=no", "-device", "usb-net,netdev=n0,mac=52:54:00:ab:cd:ef",
 		"-qmp", "unix:"+qmpPath+",server=on,wait=off")

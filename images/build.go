@@ -245,6 +245,10 @@ func overlay(root string, o Options) error {
 		// keys of the board's own, made at its first start: the image's
 		// are removed below, or every card would share them.
 		{"/etc/ssh/sshd_config.d/isle.conf", 0o644, "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"},
+		// The firmware's kernel command line as raspi-firmware writes it
+		// again at each kernel update: see bootCmdline.
+		{"/etc/default/raspi-firmware", 0o644, "# Written by isle's image builder: see raspi-firmware's own for the settings.\n" +
+			"ROOTPART=LABEL=RASPIROOT\nCONSOLES=\"ttyS1,115200 tty0\"\n"},
 		{"/etc/systemd/system/ssh.service.d/isle.conf", 0o644, "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n"},
 	}
 	for _, name := range []string{"isle-agent.service", "isle-server.service", "isle-firstboot.service"} {
@@ -298,6 +302,38 @@ func overlay(root string, o Options) error {
 		if err := os.Symlink(l.unit, link); err != nil {
 			return fmt.Errorf("images: %w", err)
 		}
+	}
+	return bootCmdline(filepath.Join(root, "boot/firmware/cmdline.txt"))
+}
+
+// bootCmdline rewrites the kernel command line raspi-firmware wrote when
+// it was installed, which took its defaults from the build machine: the
+// root by its label, not /dev/mmcblk0p2 (a Pi 4's SD card is not always
+// mmcblk0, and a Pi 4 may boot from USB), and the consoles on the GPIO
+// header's UART (ttyS1 on the Pi 3, 4 and Zero 2 W) and on the screen,
+// the last the boot's. /etc/default/raspi-firmware says the same for its
+// later rewrites.
+func bootCmdline(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("images: the firmware's kernel command line: %w", err)
+	}
+	args := []string{"console=ttyS1,115200", "console=tty0"}
+	root := false
+	for _, a := range strings.Fields(string(b)) {
+		switch {
+		case strings.HasPrefix(a, "console="):
+		case strings.HasPrefix(a, "root="):
+			args, root = append(args, "root=LABEL=RASPIROOT"), true
+		default:
+			args = append(args, a)
+		}
+	}
+	if !root {
+		return fmt.Errorf("images: %s: no root= in %q", path, b)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(args, " ")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("images: %w", err)
 	}
 	return nil
 }

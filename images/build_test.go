@@ -59,7 +59,7 @@ func TestOverlayAndSplit(t *testing.T) {
 		"usr/lib/systemd/system/systemd-networkd.service", "usr/lib/systemd/system/systemd-networkd-wait-online.service",
 		"usr/lib/systemd/system/systemd-networkd.socket", "usr/share/systemd/tmp.mount",
 		"boot/firmware/config.txt", "boot/firmware/vmlinuz-6.1.0-50-arm64",
-		"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub",
+		"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub", "boot/firmware/cmdline.txt",
 	} {
 		p := filepath.Join(root, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -68,6 +68,11 @@ func TestOverlayAndSplit(t *testing.T) {
 		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// As raspi-firmware writes it on a machine that is not a Pi.
+	if err := os.WriteFile(filepath.Join(root, "boot/firmware/cmdline.txt"), []byte("console=tty0 root=/dev/mmcblk0p2 rw "+
+		"fsck.repair=yes net.ifnames=0 cma=64M rootwait cgroup_enable=memory cgroup_memory=1\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	o := Options{Board: "rpi3", Role: "server", Isle: elf(t, 2, 183)}
 	built := time.Now().Add(-time.Second) // the file system's times may be coarse
@@ -104,6 +109,10 @@ func TestOverlayAndSplit(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(root, clockEpoch)); err != nil || fi.ModTime().Before(built) {
 		t.Errorf("%s, from which a board without a clock starts: %v, %v; want the build's time", clockEpoch, fi, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(boot, "cmdline.txt")); string(b) != "console=ttyS1,115200 console=tty0 root=LABEL=RASPIROOT rw "+
+		"fsck.repair=yes net.ifnames=0 cma=64M rootwait cgroup_enable=memory cgroup_memory=1\n" {
+		t.Errorf("cmdline.txt %q", b)
 	}
 	if b, err := os.ReadFile(filepath.Join(boot, "isle.yaml.example")); err != nil || string(b) != firstboot.Example {
 		t.Errorf("isle.yaml.example on the boot partition: %v", err)
