@@ -18,8 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Spec is what a root filesystem is made of.
@@ -82,7 +85,8 @@ func (s Spec) check() error {
 // args are mmdebstrap's arguments to build s into out, with the setup
 // files in the directory setup.
 func (s Spec) args(out, setup string) []string {
-	a := []string{"--mode=root", "--arch=" + s.Arch, "--format=tar"}
+	// Verbose: apt's and dpkg's lines too, which relay counts.
+	a := []string{"--verbose", "--mode=root", "--arch=" + s.Arch, "--format=tar"}
 	if s.Variant != "" {
 		a = append(a, "--variant="+s.Variant)
 	}
@@ -143,7 +147,7 @@ func Build(ctx context.Context, s Spec, cacheDir string, log *slog.Logger) (path
 	if err := cmd.Start(); err != nil {
 		return "", false, fmt.Errorf("rootfs: mmdebstrap: %w", err)
 	}
-	tail := relay(stderr, log)
+	tail := relay(stderr, log, 10*time.Second)
 	if err := cmd.Wait(); err != nil {
 		return "", false, fmt.Errorf("rootfs: mmdebstrap: %w; its last lines:\n%s", err, strings.Join(<-tail, "\n"))
 	}
@@ -153,17 +157,32 @@ func Build(ctx context.Context, s Spec, cacheDir string, log *slog.Logger) (path
 	return path, false, nil
 }
 
-// relay logs mmdebstrap's progress lines ("I: installing ...") and sends
-// the last lines it printed once it closed its output.
-func relay(r io.Reader, log *slog.Logger) <-chan []string {
+// relay logs mmdebstrap's progress lines ("I: installing ...") and, while
+// it installs, how many of the packages apt is installing are set up, at
+// most once every interval. It sends the last lines mmdebstrap printed once
+// it closed its output.
+func relay(r io.Reader, log *slog.Logger, every time.Duration) <-chan []string {
 	last := make(chan []string, 1)
 	go func() {
-		var lines []string
+		var (
+			lines       []string
+			total, done int
+			logged      time.Time
+		)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			l := sc.Text()
-			if strings.HasPrefix(l, "I: ") {
+			switch m := aptSummary.FindStringSubmatch(l); {
+			case strings.HasPrefix(l, "I: "):
 				log.Info("mmdebstrap: " + strings.TrimPrefix(l, "I: "))
+			case m != nil:
+				total, done = atoi(m[1]), 0
+			case strings.HasPrefix(l, "Setting up ") && total > 0:
+				done++
+				if time.Since(logged) >= every || done == total {
+					log.Info("mmdebstrap: packages set up", "done", done, "of", total)
+					logged = time.Now()
+				}
 			}
 			lines = append(lines, l)
 			if len(lines) > 20 {
@@ -173,4 +192,13 @@ func relay(r io.Reader, log *slog.Logger) <-chan []string {
 		last <- lines
 	}()
 	return last
+}
+
+// aptSummary is apt's line before it installs: how many packages.
+var aptSummary = regexp.MustCompile(`^\d+ upgraded, (\d+) newly installed`)
+
+// atoi is strconv.Atoi of digits aptSummary matched.
+func atoi(digits string) int {
+	n, _ := strconv.Atoi(digits)
+	return n
 }

@@ -1,11 +1,13 @@
 package rootfs
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func spec() Spec {
@@ -40,10 +42,59 @@ func TestKey(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	got := strings.Join(spec().args("/c/out.tar", "/c/setup"), " ")
-	want := "--mode=root --arch=arm64 --format=tar --variant=minbase --components=main,non-free-firmware " +
+	want := "--verbose --mode=root --arch=arm64 --format=tar --variant=minbase --components=main,non-free-firmware " +
 		"--include=systemd,containerd --setup-hook=sync-in /c/setup / bookworm /c/out.tar http://mirror.test/debian"
 	if got != want {
 		t.Errorf("mmdebstrap %s\nwant         %s", got, want)
+	}
+}
+
+// relay logs mmdebstrap's own lines and counts what apt sets up, and
+// keeps the last lines for an error.
+func TestRelay(t *testing.T) {
+	out := `I: installing essential packages...
+Get:1 http://mirror.test/debian bookworm/main arm64 base-files arm64 12.4 [70.9 kB]
+0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.
+Setting up base-files (12.4) ...
+Setting up dpkg (1.21) ...
+Setting up libc6 (2.36) ...
+I: installing remaining packages inside the chroot...
+0 upgraded, 2 newly installed, 0 to remove and 0 not upgraded.
+Setting up containerd (1.6.20) ...
+Setting up runc (1.1.5) ...
+I: done
+`
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	// Every line counts at interval 0; with an hour, only the last of
+	// each install.
+	for every, want := range map[time.Duration][]string{
+		0:         {"essential", "done=1 of=3", "done=2 of=3", "done=3 of=3", "remaining", "done=1 of=2", "done=2 of=2", "done"},
+		time.Hour: {"essential", "done=1 of=3", "done=3 of=3", "remaining", "done=2 of=2", "done"},
+	} {
+		logged.Reset()
+		lines := <-relay(strings.NewReader(out), log, every)
+		got := strings.Split(strings.TrimSpace(logged.String()), "\n")
+		if len(got) != len(want) {
+			t.Fatalf("interval %v: logged\n%s\nwant %d lines", every, logged.String(), len(want))
+		}
+		for i, w := range want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("interval %v: line %d %q, want %q in it", every, i, got[i], w)
+			}
+		}
+		if strings.Contains(logged.String(), "mirror.test") {
+			t.Errorf("apt's download lines were logged:\n%s", logged.String())
+		}
+		if len(lines) != 11 || lines[10] != "I: done" {
+			t.Errorf("last lines %q", lines)
+		}
 	}
 }
 
