@@ -15,7 +15,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs mmdebstrap arch-test qemu-system-arm ipxe-qemu
 
-.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic demo demo-down image lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic bench-image demo demo-down image lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -91,6 +91,9 @@ bench-network: setup build ## an island of 3 servers and 2 agents: isle up time,
 
 bench-traffic: setup build ## an island of a server and 2 agents: HTTP req/s and p99 to a pod through its ClusterIP and the Ingress against its pod IP, DNS queries/s, Service rule updates (TRIALS=5 DURATION=5s CONNS=16)
 	$(GO) run ./node/trafficbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s) -conns $(or $(CONNS),16)
+
+bench-image: setup build cross ## SD-card image: build time from scratch and cached, compressed size, boot to Node Ready under QEMU -M virt, isle's RSS in the VM with one pod (TRIALS=3 SCRATCH=1)
+	$(GO) run ./images/imagebench -isle $(OUT)/isle -arm64 $(OUT)/isle-linux-arm64 -trials $(or $(TRIALS),3) -scratch=$(if $(filter 0,$(SCRATCH)),false,true)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
 	$(GO) run ./control/apibench -isle $(OUT)/isle

@@ -50,7 +50,9 @@ func PodNS(st *island.State, board string, pod corev1.Pod) string {
 func WaitRunning(ctx context.Context, st *island.State, d time.Duration, names ...string) ([]corev1.Pod, error) {
 	deadline := time.Now().Add(d)
 	for {
-		out, err := Kubectl(ctx, st, "", append([]string{"get", "pod", "-o", "json"}, names...)...)
+		// All of them: for one name, kubectl would print the Pod, not a
+		// list.
+		out, err := Kubectl(ctx, st, "", "get", "pods", "-o", "json")
 		if err != nil {
 			return nil, err
 		}
