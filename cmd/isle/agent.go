@@ -109,7 +109,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer leds.Close()
-	if err := resolveAddress(ctx, &f.address); err != nil {
+	if err := resolveAddress(ctx, &f.address, log); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	addr := netip.MustParseAddr(f.address)

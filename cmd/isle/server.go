@@ -153,7 +153,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer node.LEDs.Close()
-	if err := resolveAddress(ctx, &f.address); err != nil {
+	if err := resolveAddress(ctx, &f.address, log); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	if f.vip == f.address {
@@ -208,11 +208,11 @@ func checkBoard(name, address *string) error {
 
 // resolveAddress replaces --address auto by the address of the board's
 // default route, waiting for the network to come up.
-func resolveAddress(ctx context.Context, address *string) error {
+func resolveAddress(ctx context.Context, address *string, log *slog.Logger) error {
 	if *address != "auto" {
 		return nil
 	}
-	a, err := autoAddress(ctx, "/", interfaceIPv4, autoAddressWait, time.Second, slog.Default())
+	a, err := autoAddress(ctx, "/", interfaceIPv4, autoAddressWait, time.Second, log)
 	if err != nil {
 		return err
 	}
