@@ -218,8 +218,9 @@ type file struct {
 
 // overlay puts isle and its configuration into the root tree: the binary,
 // the units (the role's enabled by isle firstboot), containerd's
-// configuration, the SD card's mounts, a journal kept in memory, and the
-// services a board needs enabled.
+// configuration, the SD card's mounts, a journal kept in memory, the
+// clock's epoch, sshd without the image's host keys, the services a board
+// needs enabled, and the firmware's kernel command line.
 func overlay(root string, o Options) error {
 	bin, err := os.ReadFile(o.Isle)
 	if err != nil {
