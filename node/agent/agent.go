@@ -428,7 +428,10 @@ func (a *Agent) follow(ctx context.Context, n *corev1.Node) {
 		if err := a.cfg.Gossip.UpdateMeta(func(m *gossip.Meta) { m.PodCIDR = cidr }); err != nil {
 			a.log.Warn("agent: pod CIDR not announced", "err", err)
 		} else {
-			a.log.Info("agent: pod CIDR assigned", "cidr", cidr)
+			// The boards route to this board's pods once they know its
+			// CIDR: to each of them now, not at the next full exchange
+			// if the broadcast missed one.
+			a.log.Info("agent: pod CIDR assigned", "cidr", cidr, "boards told", a.cfg.Gossip.Push())
 		}
 	}
 	if !readyByAgent(n) {

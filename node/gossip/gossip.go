@@ -257,6 +257,26 @@ func (g *Gossip) UpdateMeta(f func(*Meta)) error {
 	return nil
 }
 
+// Push exchanges the full state with every other alive member over TCP,
+// as the periodic exchange does with one member every PushPull: a change
+// of this board's metadata, whose broadcast travels over UDP and can be
+// lost, reaches them all now rather than up to PushPull later. It returns
+// how many answered.
+func (g *Gossip) Push() int {
+	self := g.Self().Name
+	var addrs []string
+	for _, m := range g.Members() {
+		if m.Name != self && m.State == Alive {
+			addrs = append(addrs, m.Addr.String())
+		}
+	}
+	if len(addrs) == 0 {
+		return 0
+	}
+	n, _ := g.ml.Join(addrs) // a known member's join is a state exchange
+	return n
+}
+
 // Members returns every board seen, sorted by name, including ones that
 // are dead or left (with that state). This board is included.
 func (g *Gossip) Members() []Member {

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,10 +59,15 @@ type board struct {
 
 func start(t *testing.T, name string, role Role, k []byte) *board {
 	t.Helper()
+	return startTuned(t, name, role, k, fast)
+}
+
+func startTuned(t *testing.T, name string, role Role, k []byte, tuning Tuning) *board {
+	t.Helper()
 	port := freePort(t)
 	reg := prometheus.NewRegistry()
 	g, err := Start(Config{Meta: Meta{Name: name, Role: role, Arch: "arm64", Version: "test"}, Addr: lo, Port: port,
-		Key: k, Tuning: &fast, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
+		Key: k, Tuning: &tuning, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -157,6 +163,51 @@ func TestMembershipAndLiveness(t *testing.T) {
 	if _, ok := stateOf(a.Gossip, "b"); ok {
 		t.Fatal("forgotten member still listed")
 	}
+}
+
+// Push gets a board's new metadata to the others at once, over TCP, when
+// its broadcast has not gone out: here gossip rounds and probes, which
+// carry broadcasts, are an hour apart.
+func TestPush(t *testing.T) {
+	slow := Tuning{ProbeInterval: time.Hour, ProbeTimeout: time.Second, SuspicionMult: 3, GossipInterval: time.Hour, PushPull: time.Hour}
+	k := key(t, "secret")
+	a, b := startTuned(t, "a", RoleAgent, k, slow), startTuned(t, "b", RoleServer, k, slow)
+	if _, err := b.Join([]string{a.addr}); err != nil {
+		t.Fatal(err)
+	}
+	cidr := func(g *board, name string) string {
+		for _, m := range g.Members() {
+			if m.Name == name {
+				return m.PodCIDR
+			}
+		}
+		return ""
+	}
+	// UpdateMeta waits (5 s) for its broadcast to go out, which it does
+	// not; this board's own state has the new metadata at once.
+	updated := make(chan error, 1)
+	go func() { updated <- a.UpdateMeta(func(m *Meta) { m.PodCIDR = "10.42.7.0/24" }) }()
+	eventually(t, "a's own state with its pod CIDR", func() error {
+		if cidr(a, "a") != "10.42.7.0/24" {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if got := cidr(b, "a"); got != "" {
+		t.Fatalf("b has a's pod CIDR %q before the push: the test's gossip is not slow enough", got)
+	}
+	if n := a.Push(); n != 1 {
+		t.Errorf("Push reached %d boards, want 1", n)
+	}
+	// b merges what it got as it answers, maybe just after a's Push
+	// returned.
+	eventually(t, "b with a's pod CIDR after the push", func() error {
+		if got := cidr(b, "a"); got != "10.42.7.0/24" {
+			return fmt.Errorf("b has a's pod CIDR %q", got)
+		}
+		return nil
+	})
+	<-updated
 }
 
 func TestRestartedBoardIsAliveAgain(t *testing.T) {
