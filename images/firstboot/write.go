@@ -64,7 +64,7 @@ func symlink(target, link string) error {
 		_ = os.Remove(tmp) // best effort: the error says what failed
 		return err
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // remove removes path if it exists (and syncs its directory then).
@@ -76,18 +76,5 @@ func remove(path string) error {
 	case err != nil:
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir syncs a directory, making the names of its files durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.SyncDir(filepath.Dir(path))
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/isle-cluster/isle/raft/atomicfile"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -39,7 +40,7 @@ func New(dir string, logger *slog.Logger) (*Snapshotter, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("snap: create directory %s: %w", dir, err)
 		}
-		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
 			return nil, fmt.Errorf("snap: sync parent of %s: %w", dir, err)
 		}
 	} else if err != nil {
@@ -84,7 +85,7 @@ func (s *Snapshotter) Save(snap raftpb.Snapshot) error {
 		os.Remove(tmp)
 		return fmt.Errorf("snap: save %s: %w", final, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("snap: save %s: sync directory: %w", final, err)
 	}
 	s.log.Debug("snap: saved snapshot", "file", final, "bytes", len(header)+len(payload)+len(table))
@@ -203,22 +204,8 @@ func (s *Snapshotter) Purge(keep int) error {
 		}
 		s.log.Debug("snap: removed", "file", path)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("snap: purge: sync directory %s: %w", s.dir, err))
 	}
 	return errors.Join(errs...)
-}
-
-// syncDir fsyncs a directory so that created, renamed and removed entries
-// are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
 const (
@@ -76,20 +78,6 @@ func listDir(dir string) (segs []segment, tmps []string, others []string, err er
 	return segs, tmps, others, nil
 }
 
-// syncDir fsyncs a directory so that entries created, renamed or removed in
-// it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // createSegment atomically creates segment s in dir with the given content:
 // it writes a temporary file, syncs it, renames it into place and syncs the
 // directory. It returns the open file, positioned for writing at len(content).
@@ -114,7 +102,7 @@ func createSegment(dir string, s segment, content []byte) (*os.File, error) {
 	if err := os.Rename(tmp, final); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		// The rename happened but may not be durable; the file is usable.
 		f.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/isle-cluster/isle/raft/atomicfile"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -100,7 +101,7 @@ func makeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(filepath.Clean(dir)))
+	return atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 func (w *WAL) open() (*State, error) {
@@ -118,7 +119,7 @@ func (w *WAL) open() (*State, error) {
 			}
 			w.log.Info("wal: removed leftover temporary segment", "dir", w.dir, "file", name)
 		}
-		if err := syncDir(w.dir); err != nil {
+		if err := atomicfile.SyncDir(w.dir); err != nil {
 			return nil, fmt.Errorf("wal: sync directory %s: %w", w.dir, err)
 		}
 	}
@@ -404,7 +405,7 @@ func (w *WAL) ReleaseTo(index uint64) error {
 	w.segs = append([]segment(nil), w.segs[removed:]...)
 	w.markers = append([]uint64(nil), w.markers[k-1:]...)
 	if removed > 0 {
-		if err := syncDir(w.dir); err != nil && rerr == nil {
+		if err := atomicfile.SyncDir(w.dir); err != nil && rerr == nil {
 			rerr = fmt.Errorf("wal: release: sync directory %s: %w", w.dir, err)
 		}
 		w.log.Debug("wal: released segments", "dir", w.dir, "removed", removed, "snapshot_index", m)
