@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,8 +41,7 @@ func TestImageBootsAndJoins(t *testing.T) {
 		"gateway: 10.77.0.1\ndns: [10.77.0.1]\nssh-authorized-keys: ["+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))+"]\n"+
 		"isle:\n  registry-mirror: [registry.island=http://10.77.0.1:5000]\n")
 	lanTap(t, "vmtap0")
-	ctx, cancel := context.WithCancel(context.Background())
-	booted := bootVM(t, ctx, card, "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
+	booted, off := bootVM(t, card, "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
 		"-append", "root=LABEL=RASPIROOT rw console=ttyAMA0 net.ifnames=0 cgroup_enable=memory",
 		"-drive", "file="+card.img+",if=virtio,format=raw", "-netdev", "tap,id=n0,ifname=vmtap0,script=no,downscript=no",
 		"-device", "virtio-net-pci,netdev=n0", "-serial", "file:"+card.console)
@@ -78,13 +77,13 @@ spec:
 		out, err := exec.Command("ip", "netns", "exec", "isle-pi1", "curl", "-s", "-m", "5", "http://"+p.Status.PodIP+":8080/hello").Output()
 		return err == nil && strings.Contains(string(out), "hello from hello-vm")
 	})
-	cancel()
-	off := time.Now()
+	off()
+	poweredOff := time.Now()
 	waitFor(t, 60*time.Second, "vm1 NotReady", func() bool {
 		out, _, err := k.run("", "get", "node", "vm1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return err == nil && out != "True"
 	})
-	t.Logf("vm1 NotReady %v after power-off", time.Since(off).Round(100*time.Millisecond))
+	t.Logf("vm1 NotReady %v after power-off", time.Since(poweredOff).Round(100*time.Millisecond))
 }
 
 // sdCard is a built image with isle.yaml written on its boot partition, as
@@ -196,16 +195,16 @@ func lanTap(t *testing.T, name string) {
 }
 
 // bootVM powers on the card in qemu-system-aarch64 (in the island's LAN
-// namespace, where its taps are) with the machine arguments args, until
-// ctx ends or the test does. It returns when QEMU started; on failure the
-// test's log gets the console's tail.
-func bootVM(t *testing.T, ctx context.Context, c sdCard, args ...string) time.Time {
+// namespace, where its taps are) with the machine arguments args. It
+// returns when QEMU started, and off, which powers the VM off and returns
+// once QEMU has ended; the test's end does too. On failure the test's log
+// gets the tails of QEMU's output and of the console.
+func bootVM(t *testing.T, c sdCard, args ...string) (booted time.Time, off func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
 	args = append([]string{"netns", "exec", island.LANNamespace, "qemu-system-aarch64",
 		"-kernel", c.kernel, "-initrd", c.initrd, "-display", "none", "-no-reboot"}, args...)
-	vm := exec.CommandContext(ctx, "ip", args...)
-	out, err := os.Create(filepath.Join(c.dir, "qemu.log"))
+	vm := exec.Command("ip", args...) // ip netns exec execs QEMU: the process is QEMU's
+	out, err := os.Create(filepath.Join(c.dir, "qemu-"+filepath.Base(c.console)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +212,16 @@ func bootVM(t *testing.T, ctx context.Context, c sdCard, args ...string) time.Ti
 	if err := vm.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	off = func() {
+		once.Do(func() {
+			_ = vm.Process.Kill()
+			_ = vm.Wait()
+			out.Close()
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		_ = vm.Wait()
-		out.Close()
+		off()
 		if t.Failed() {
 			for _, f := range []string{out.Name(), c.console} {
 				b, _ := os.ReadFile(f)
@@ -224,7 +229,7 @@ func bootVM(t *testing.T, ctx context.Context, c sdCard, args ...string) time.Ti
 			}
 		}
 	})
-	return time.Now()
+	return time.Now(), off
 }
 
 // sshRun runs a shell command on a board as root over SSH, with key, and
