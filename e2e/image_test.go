@@ -255,11 +255,18 @@ func sshRun(t *testing.T, addr string, key ssh.Signer, cmd string) string {
 	return string(out)
 }
 
-// waitNodeReady waits for the Node to be Ready.
+// waitNodeReady waits for the Node to be Ready; the failure lists the
+// Nodes there are.
 func waitNodeReady(t *testing.T, isl *testIsland, name string, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, name+" Ready", func() bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(time.Second) {
 		out, _, err := isl.kubectl.run("", "get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		return err == nil && out == "True"
-	})
+		if err == nil && out == "True" {
+			return
+		}
+		if time.Now().After(deadline) {
+			nodes, _, _ := isl.kubectl.run("", "get", "nodes", "-o", "wide")
+			t.Fatalf("timed out after %v waiting for Node %s Ready; the Nodes:\n%s", d, name, nodes)
+		}
+	}
 }

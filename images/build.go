@@ -219,8 +219,9 @@ type file struct {
 // overlay puts isle and its configuration into the root tree: the binary,
 // the units (the role's enabled by isle firstboot), containerd's
 // configuration, the SD card's mounts, a journal kept in memory, the
-// clock's epoch, sshd without the image's host keys, the services a board
-// needs enabled, and the firmware's kernel command line.
+// clock's epoch, sshd without the image's host keys, the order of two USB
+// Ethernet drivers, the services a board needs enabled, and the firmware's
+// kernel command line.
 func overlay(root string, o Options) error {
 	bin, err := os.ReadFile(o.Isle)
 	if err != nil {
@@ -250,6 +251,13 @@ func overlay(root string, o Options) error {
 		// again at each kernel update: see bootCmdline.
 		{"/etc/default/raspi-firmware", 0o644, "# Written by isle's image builder: see raspi-firmware's own for the settings.\n" +
 			"ROOTPART=LABEL=RASPIROOT\nCONSOLES=\"ttyS1,115200 tty0\"\n"},
+		// USB Ethernet that speaks CDC and has a Linux gadget's IDs (a Pi
+		// Zero as a USB gadget, QEMU's usb-net) is claimed by cdc_ether,
+		// which reads its MAC address, and by cdc_subset, which makes up
+		// a random one: whichever udev loads first wins, and a board
+		// named from its MAC would get a different name each time. So
+		// cdc_ether first.
+		{"/etc/modprobe.d/isle.conf", 0o644, "softdep cdc_subset pre: cdc_ether\n"},
 		{"/etc/systemd/system/ssh.service.d/isle.conf", 0o644, "[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n"},
 	}
 	for _, name := range []string{"isle-agent.service", "isle-server.service", "isle-firstboot.service"} {
