@@ -137,7 +137,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", st.Kubeconfig(), err)
 	}
-	r := results{pods: o.pods, interval: o.interval, board: board.Name}
+	r := results{pods: o.pods, interval: o.interval, board: board.Name, idle: o.idle}
 	if r.before, err = memoryOf(agent); err != nil {
 		return err
 	}
@@ -170,6 +170,9 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := forgetReferences(agent); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := sleep(ctx, o.idle); err != nil {
 		return fmt.Errorf("idle: %w", err)
@@ -180,6 +183,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	r.idleCPU = float64(cpu1-cpu0) / float64(time.Since(t0))
 	if r.with, err = memoryOf(agent); err != nil {
+		return err
+	}
+	if r.usedFile, err = binaryReferenced(agent); err != nil {
 		return err
 	}
 	fmt.Println()

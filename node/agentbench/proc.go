@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/isle-cluster/isle/node/island"
@@ -42,6 +43,61 @@ func cpuTimeOf(p island.Proc) (time.Duration, error) {
 		return 0, fmt.Errorf("CPU time of PID %d: %w", p.PID, err)
 	}
 	return d, nil
+}
+
+// forgetReferences clears the referenced bits of the pages of the island's
+// process p (/proc/PID/clear_refs), so that binaryReferenced counts the
+// pages it uses from then on.
+func forgetReferences(p island.Proc) error {
+	if err := os.WriteFile("/proc/"+strconv.Itoa(p.PID)+"/clear_refs", []byte("1"), 0); err != nil {
+		return fmt.Errorf("PID %d: %w", p.PID, err)
+	}
+	return nil
+}
+
+// binaryReferenced is how much of the executable's mapped pages the
+// island's process p used since forgetReferences. RssFile counts more: the
+// kernel maps the pages around each page read (fault-around), and those the
+// process used once, at start.
+func binaryReferenced(p island.Proc) (uint64, error) {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/exe")
+	if err != nil {
+		return 0, fmt.Errorf("PID %d: %w", p.PID, err)
+	}
+	smaps, err := readProc(p, "smaps")
+	if err != nil {
+		return 0, err
+	}
+	n, err := referenced(smaps, exe)
+	if err != nil {
+		return 0, fmt.Errorf("PID %d: smaps: %w", p.PID, err)
+	}
+	return n, nil
+}
+
+// referenced sums the Referenced lines of the mappings of the file path in
+// a /proc/PID/smaps, in bytes.
+func referenced(smaps []byte, path string) (uint64, error) {
+	var sum uint64
+	in, seen := false, false
+	for line := range strings.Lines(string(smaps)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && !strings.HasSuffix(f[0], ":"): // a mapping: range, perms, offset, device, inode, path
+			in = len(f) >= 6 && strings.Join(f[5:], " ") == path
+			seen = seen || in
+		case in && len(f) == 3 && f[0] == "Referenced:" && f[2] == "kB":
+			n, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%q: %w", strings.TrimSpace(line), err)
+			}
+			sum += n << 10
+		}
+	}
+	if !seen {
+		return 0, fmt.Errorf("no mapping of %s", path)
+	}
+	return sum, nil
 }
 
 // readProc reads /proc/PID/file of p, if p still runs.

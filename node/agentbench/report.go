@@ -19,6 +19,8 @@ type results struct {
 	before    memory          // the board's isle with no pods
 	with      memory          // with the pods, after the idle time
 	idleCPU   float64         // cores the board's isle used while the pods idled
+	usedFile  uint64          // the binary's pages the board's isle used while the pods idled
+	idle      time.Duration   // how long the pods idled
 }
 
 // header says what ran.
@@ -41,6 +43,7 @@ func (r results) table() benchkit.Table {
 	t.Row(fmt.Sprintf("agent RSS with %d pods", r.pods), mib(r.with.rss), "≤ 24 MiB (k3s agent ~270 MB)", r.with.rss <= 24<<20)
 	t.Row("  of which anonymous (heap, stacks)", mib(r.with.anon), "", true)
 	t.Row("  of which file-backed (the binary)", mib(r.with.file), "", true)
+	t.Row(fmt.Sprintf("    of which used in %v at idle", r.idle), mib(r.usedFile), "", true)
 	t.Row("agent peak RSS (VmHWM)", mib(r.with.peak), "", true)
 	t.Row("agent RSS with no pods", mib(r.before.rss), "", true)
 	t.Row(fmt.Sprintf("agent CPU at idle with %d pods", r.pods), fmt.Sprintf("%.2f%% core", 100*r.idleCPU), "", true)

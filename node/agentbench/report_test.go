@@ -14,7 +14,7 @@ func TestReport(t *testing.T) {
 	r := results{pods: 50, interval: 200 * time.Millisecond, board: "pi2", pull: 1234567 * time.Microsecond, latencies: lat,
 		before:  memory{rss: 15 << 20},
 		with:    memory{rss: 25 << 20, peak: 26 << 20, anon: 10 << 20, file: 15 << 20},
-		idleCPU: 0.0123}
+		idleCPU: 0.0123, usedFile: 6 << 20, idle: time.Minute}
 	var b strings.Builder
 	r.table().Write(&b)
 	want := `| measure                             | isle       | target                       |        |
@@ -26,6 +26,7 @@ func TestReport(t *testing.T) {
 | agent RSS with 50 pods              | 25.0 MiB   | ≤ 24 MiB (k3s agent ~270 MB) | MISSED |
 |   of which anonymous (heap, stacks) | 10.0 MiB   |                              |        |
 |   of which file-backed (the binary) | 15.0 MiB   |                              |        |
+|     of which used in 1m0s at idle   | 6.0 MiB    |                              |        |
 | agent peak RSS (VmHWM)              | 26.0 MiB   |                              |        |
 | agent RSS with no pods              | 15.0 MiB   |                              |        |
 | agent CPU at idle with 50 pods      | 1.23% core |                              |        |
