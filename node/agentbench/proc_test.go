@@ -2,41 +2,90 @@ package main
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
-	"github.com/isle-cluster/isle/raft/benchkit"
+	"github.com/isle-cluster/isle/node/island"
 )
 
-// The test binary's own mappings: after clear_refs, the code it runs from
-// then on counts, and never more than its resident file-backed pages.
-func TestReferenced(t *testing.T) {
-	exe, err := os.Executable()
+// self is this test process as the island records its processes. It is
+// read by its PID, as island.Proc reads it (under qemu-user, /proc/self
+// is the emulator's own view).
+func self(t *testing.T) island.Proc {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(os.Getpid()) + "/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if f[0] < "A" {
+		// qemu-user answers for its guest with a stat of zeros: no state,
+		// no CPU times (the native run of these tests reads the real one).
+		t.Skipf("/proc/%d/stat is emulated (state %q): nothing to measure", os.Getpid(), f[0])
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: starttime %q: %v", os.Getpid(), f[19], err)
+	}
+	return island.Proc{PID: os.Getpid(), Start: start}
+}
+
+func TestOfRunningProcess(t *testing.T) {
+	p := self(t)
+	m, err := memoryOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("1"), 0); err != nil {
+	if m.rss == 0 || m.peak < m.rss || m.anon == 0 || m.anon+m.file > m.rss+m.rss/2 {
+		t.Errorf("memoryOf(self) = %+v: want rss > 0, peak ≥ rss, anon > 0, anon+file about rss", m)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for n := 0; ; n++ { // burn CPU until the kernel counts a tick
+		d, err := cpuTimeOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cpuTimeOf(self) = 0 after %d reads", n)
+		}
+	}
+}
+
+func TestOfExitedProcess(t *testing.T) {
+	p := self(t)
+	p.Start++ // another process with the same PID
+	if _, err := memoryOf(p); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("memoryOf(a process that is gone) = %v, want an error saying it exited", err)
+	}
+	if _, err := cpuTimeOf(island.Proc{}); err == nil {
+		t.Error("cpuTimeOf(no process) succeeded")
+	}
+}
+
+// After clear_refs, the code this test runs from then on counts, and never
+// more than its resident file-backed pages.
+func TestBinaryReferenced(t *testing.T) {
+	p := self(t)
+	if err := forgetReferences(p); err != nil {
 		t.Fatal(err)
 	}
-	smaps, err := os.ReadFile("/proc/self/smaps")
+	n, err := binaryReferenced(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := os.ReadFile("/proc/self/status")
+	m, err := memoryOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := benchkit.ProcFields(status, "RssFile")
-	if err != nil {
-		t.Fatal(err)
+	if n == 0 || n > m.file {
+		t.Errorf("binaryReferenced(self) = %d bytes, want more than none and at most RssFile, %d", n, m.file)
 	}
-	n, err := referenced(smaps, exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 || n > file[0] {
-		t.Errorf("%d bytes of %s referenced since clear_refs, want more than none and at most RssFile, %d", n, exe, file[0])
-	}
-	if _, err := referenced(smaps, "/no/such/file"); err == nil {
-		t.Error("a file with no mapping: no error")
+	if _, err := referenced([]byte("00400000-00401000 r-xp 00000000 fe:00 12 /usr/bin/isle\nReferenced: 4 kB\n"), "/no/such/file"); err == nil ||
+		!strings.Contains(err.Error(), "no mapping of /no/such/file") {
+		t.Errorf("referenced(a file with no mapping) = %v, want an error naming it", err)
 	}
 }
