@@ -131,4 +131,11 @@
 // another timeout is another set. One transaction is one netlink message,
 // answered part by part: the socket's buffers are raised to hold a large
 // one.
+//
+// When an endpoint leaves a UDP service port, the Sync that removes it
+// then deletes the conntrack entries of the UDP flows DNATed to it through
+// that port (the cluster IP, a node port or an external IP), as kube-proxy
+// does: a UDP flow has no end, and conntrack would keep sending a client
+// that never stops to the endpoint that is gone. It knows what it
+// programmed since New; entries from before a restart time out.
 package proxy

@@ -36,6 +36,9 @@ type Proxy struct {
 	rec *record
 	// ports are the service ports of the table, by counter name.
 	ports map[string]portStat
+	// udp are the UDP routes to endpoints the table holds: see
+	// forgetUDPFlows.
+	udp map[udpRoute]bool
 	// warned are the warnings of the last Sync, so that an odd object is
 	// reported once, not at every Sync.
 	warned map[warning]bool
@@ -107,7 +110,8 @@ func (p *Proxy) conn() (*nftables.Conn, error) {
 // one nftables transaction, sending only what changed since the last
 // Sync (all of it after New or after a failed Sync). Objects that cannot
 // be programmed are left out with a warning (logged once); they never make
-// Sync fail.
+// Sync fail. Then the UDP flows to endpoints that left are forgotten (see
+// the package documentation); a failure there is logged, not returned.
 func (p *Proxy) Sync(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice) error {
 	start := time.Now()
 	p.mu.Lock()
@@ -134,6 +138,17 @@ func (p *Proxy) Sync(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice
 	if wrote {
 		p.log.Debug("proxy: synced", "ports", len(pl.ports), "chains", len(m.chains), "full", full, "took", time.Since(start))
 	}
+	routes := pl.udpRoutes()
+	if gone := goneUDPRoutes(p.udp, routes); len(gone) > 0 {
+		// The rules no longer lead there; now the flows that do go.
+		n, err := p.forgetUDPFlows(gone)
+		if err != nil {
+			p.log.Warn("proxy: UDP flows to endpoints gone keep going there until they time out", "err", err)
+		} else if n > 0 {
+			p.log.Debug("proxy: forgot the UDP flows to endpoints gone", "flows", n)
+		}
+	}
+	p.udp = routes
 	return nil
 }
 

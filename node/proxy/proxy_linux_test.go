@@ -603,3 +603,45 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A client that keeps sending from one UDP port follows the Service when
+// its endpoint leaves: conntrack would keep DNATing the flow to the old
+// endpoint (still answering here) for as long as the datagrams come.
+func TestUDPFlowFollowsEndpoints(t *testing.T) {
+	r := newRig(t, "a", "b", "client")
+	a, b, client := r.pods["a"], r.pods["b"], r.pods["client"]
+	r.sync([]*corev1.Service{web()}, endpointSlice("web", "web-1", webPorts, ready(a.ip, nodeName)))
+	var c *net.UDPConn
+	r.check(netns.Do(client.ns, func() (err error) {
+		c, err = net.DialUDP("udp4", &net.UDPAddr{Port: 40053}, net.UDPAddrFromAddrPort(webEcho))
+		return err
+	}))
+	defer c.Close()
+	ask := func() string {
+		t.Helper()
+		buf := make([]byte, 64)
+		for range 10 { // the first datagram may be lost while ARP resolves
+			if _, err := c.Write([]byte("?")); err != nil {
+				t.Fatal(err)
+			}
+			r.check(c.SetReadDeadline(time.Now().Add(500 * time.Millisecond)))
+			if n, err := c.Read(buf); err == nil {
+				server, _, _ := strings.Cut(string(buf[:n]), " saw ")
+				return server
+			}
+		}
+		t.Fatalf("no answer from %v", webEcho)
+		return ""
+	}
+	for range 3 {
+		if got := ask(); got != "a" {
+			t.Fatalf("the flow reached %q, want a, the only endpoint", got)
+		}
+	}
+	r.sync([]*corev1.Service{web()}, endpointSlice("web", "web-1", webPorts, ready(b.ip, nodeName)))
+	for i := range 3 {
+		if got := ask(); got != "b" {
+			t.Fatalf("datagram %d after a left the Service reached %q, want b", i+1, got)
+		}
+	}
+}

@@ -372,3 +372,45 @@ func slicePort(s *discoveryv1.EndpointSlice, name string, proto corev1.Protocol)
 	}
 	return 0, false
 }
+
+// udpRoute is one way the proxy's DNAT takes UDP to an endpoint: sent to
+// dst (a cluster IP or an external IP, and the service port), or to a
+// node port on any of the board's addresses (dst not valid).
+type udpRoute struct {
+	ep       netip.AddrPort
+	dst      netip.AddrPort
+	nodePort uint16
+}
+
+// udpRoutes are the plan's UDP routes to endpoints. Both kinds of traffic
+// count every endpoint in use, a superset of those a traffic policy Local
+// leaves it.
+func (p plan) udpRoutes() map[udpRoute]bool {
+	routes := map[udpRoute]bool{}
+	for _, sp := range p.ports {
+		if sp.proto != corev1.ProtocolUDP {
+			continue
+		}
+		for _, ep := range sp.all {
+			routes[udpRoute{ep: ep.addr, dst: netip.AddrPortFrom(sp.clusterIP, sp.servicePort)}] = true
+			if sp.nodePort != 0 {
+				routes[udpRoute{ep: ep.addr, nodePort: sp.nodePort}] = true
+			}
+			for _, ip := range sp.externalIPs {
+				routes[udpRoute{ep: ep.addr, dst: netip.AddrPortFrom(ip, sp.servicePort)}] = true
+			}
+		}
+	}
+	return routes
+}
+
+// goneUDPRoutes are the routes of before that now lacks.
+func goneUDPRoutes(before, now map[udpRoute]bool) map[udpRoute]bool {
+	gone := map[udpRoute]bool{}
+	for r := range before {
+		if !now[r] {
+			gone[r] = true
+		}
+	}
+	return gone
+}
