@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -78,6 +80,54 @@ func (k *kubectlRunner) ok(t *testing.T, args ...string) string {
 		t.Fatalf("kubectl %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
 	}
 	return out
+}
+
+// portForward starts kubectl port-forward to port of target (such as
+// pod/hello) and returns the local address it listens on; it stops at the
+// end of the test.
+func (k *kubectlRunner) portForward(t *testing.T, target, port string) string {
+	t.Helper()
+	cmd := k.cmd("", "port-forward", target, ":"+port)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				_ = cmd.Wait()
+				t.Fatalf("kubectl port-forward %s %s ended: %s", target, port, stderr.String())
+			}
+			// "Forwarding from 127.0.0.1:LOCAL -> PORT"
+			var local, remote string
+			if _, err := fmt.Sscanf(line, "Forwarding from %s -> %s", &local, &remote); err == nil && remote == port &&
+				strings.HasPrefix(local, "127.0.0.1:") {
+				go func() { // the rest, unread, must not block kubectl
+					for range lines {
+					}
+				}()
+				return local
+			}
+		case <-timeout:
+			t.Fatalf("kubectl port-forward %s %s: no Forwarding line in 30 s", target, port)
+		}
+	}
 }
 
 func mustMatch(t *testing.T, what, got string, patterns ...string) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,6 +145,20 @@ spec:
 	mustMatch(t, "kubectl logs hello", logs, `hello: serving`)
 	out := b.kubectl.ok(t, "exec", "hello", "--", "wget", "-qO-", "http://127.0.0.1:8080/hello")
 	mustMatch(t, "kubectl exec wget", out, `^hello from hello\n$`)
+	// kubectl port-forward: the pod's port 8080 (its localhost, inside its
+	// network namespace) on a port of this machine's loopback.
+	local := b.kubectl.portForward(t, "pod/hello", "8080")
+	for i := range 2 { // one connection each
+		resp, err := (&http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + local + "/hello")
+		if err != nil {
+			t.Fatalf("GET /hello through kubectl port-forward (%d): %v", i+1, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "hello from hello\n" {
+			t.Fatalf("GET /hello through kubectl port-forward (%d): %q", i+1, body)
+		}
+	}
 }
 
 // TestPodLifecycle: what a kubelet does, seen through the real kubectl,

@@ -102,17 +102,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		}
 		s.writeError(w, r, notFound())
 		return
-	case "log", "exec", "attach":
+	case "log", "exec", "attach", "portforward":
 		if res.Group == "" && res.Resource == "pods" {
 			s.serveNodeProxy(w, r, req)
-			return
-		}
-		s.writeError(w, r, notFound())
-		return
-	case "portforward":
-		if res.Group == "" && res.Resource == "pods" {
-			s.writeError(w, r, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
-				Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound, Message: "isle does not serve pods/portforward yet"}})
 			return
 		}
 		s.writeError(w, r, notFound())

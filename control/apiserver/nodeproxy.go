@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// pods/log, pods/exec and pods/attach are served by the node agent of the
+// pods/log, pods/exec, pods/attach and pods/portforward are served by the node agent of the
 // pod's board (package stream, on the port its Node reports in
 // status.daemonEndpoints.kubeletEndpoint), as the kubelet serves them: the
 // API server checks the request, finds the container and the node, and
@@ -43,9 +43,10 @@ const (
 )
 
 // agentPaths are the agent's paths of the subresources.
-var agentPaths = map[string]string{"log": "containerLogs", "exec": "exec", "attach": "attach"}
+var agentPaths = map[string]string{"log": "containerLogs", "exec": "exec", "attach": "attach", "portforward": "portForward"}
 
-// serveNodeProxy serves an authorized pods/log, pods/exec or pods/attach.
+// serveNodeProxy serves an authorized pods/log, pods/exec, pods/attach or
+// pods/portforward.
 func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, req request) {
 	if (req.Subresource == "log" && r.Method != http.MethodGet) || (req.Subresource != "log" && req.Verb != "create") {
 		s.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/" + req.Subresource}, r.Method))
@@ -62,10 +63,14 @@ func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, req requ
 		return
 	}
 	pod := obj.(*corev1.Pod)
-	container, err := podContainer(pod, r.URL.Query().Get("container"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	segs := []string{agentPaths[req.Subresource], pod.Namespace, pod.Name}
+	if req.Subresource != "portforward" { // a pod's ports, not a container's
+		container, err := podContainer(pod, r.URL.Query().Get("container"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		segs = append(segs, container)
 	}
 	if pod.Spec.NodeName == "" {
 		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
@@ -77,7 +82,7 @@ func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, req requ
 		return
 	}
 	target := &url.URL{Scheme: "https", Host: addr, RawQuery: r.URL.RawQuery}
-	for _, seg := range []string{agentPaths[req.Subresource], pod.Namespace, pod.Name, container} {
+	for _, seg := range segs {
 		target.Path += "/" + seg
 		target.RawPath += "/" + url.PathEscape(seg)
 	}

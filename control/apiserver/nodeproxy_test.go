@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,15 @@ func (p streamPods) Container(namespace, pod, container string) (stream.Containe
 	}
 	return stream.ContainerRef{ID: "web-c", LogPath: filepath.Join(p.dir, "c.log"), PreviousLogPath: filepath.Join(p.dir, "c.log.previous"),
 		Running: func() bool { return true }}, nil
+}
+
+// Dialer: default/web's localhost is this machine's.
+func (p streamPods) Dialer(namespace, pod string) (stream.DialFunc, error) {
+	if namespace != "default" || pod != "web" {
+		return nil, fmt.Errorf("pod %s/%s: %w", namespace, pod, stream.ErrNotFound)
+	}
+	var d net.Dialer
+	return d.DialContext, nil
 }
 
 // streamRuntime runs "echo ARGS" and "exit CODE"; Attach greets.
@@ -297,6 +307,29 @@ func fileExists(path string) bool {
 // the administrator of e, with a HOME of its own.
 func newKubectl(t *testing.T, e *proxyEnv, bin string) func(args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	command := kubectlCommand(t, e, bin)
+	return func(args ...string) (stdout, stderr string, code int) {
+		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+		defer cancel()
+		cmd := command(ctx, args...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exitErr *exec.ExitError
+		switch {
+		case errors.As(err, &exitErr):
+			code = exitErr.ExitCode()
+		case err != nil:
+			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		return out.String(), errOut.String(), code
+	}
+}
+
+// kubectlCommand returns a maker of commands of kubectl bin (the one on
+// PATH if "") as the administrator of e, with a HOME of its own.
+func kubectlCommand(t *testing.T, e *proxyEnv, bin string) func(ctx context.Context, args ...string) *exec.Cmd {
+	t.Helper()
 	if bin == "" {
 		var err error
 		if bin, err = exec.LookPath("kubectl"); err != nil {
@@ -315,22 +348,10 @@ func newKubectl(t *testing.T, e *proxyEnv, bin string) func(args ...string) (std
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return func(args ...string) (stdout, stderr string, code int) {
-		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
-		defer cancel()
+	return func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG="+kubeconfig)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		var exitErr *exec.ExitError
-		switch {
-		case errors.As(err, &exitErr):
-			code = exitErr.ExitCode()
-		case err != nil:
-			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-		}
-		return out.String(), errOut.String(), code
+		return cmd
 	}
 }
 
@@ -361,5 +382,93 @@ func kubectlStreams(t *testing.T, e *proxyEnv, bin string) {
 					strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.stdout, tc.stderrHas)
 			}
 		})
+	}
+}
+
+// The real kubectl's port-forward through the API server to the pod's
+// agent: kubectl tries WebSocket, is refused, and speaks SPDY. Each
+// connection to its local port reaches the pod's port on the pod's
+// localhost (this machine's, for the test's agent).
+func TestPortForward(t *testing.T) {
+	e := newProxyEnv(t)
+	e.node(t, "pi2", e.agentAddr)
+	e.pod(t, "web", "pi2", "c")
+	kubectl := kubectlCommand(t, e, "")
+	lis, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				fmt.Fprintf(c, "the pod heard %s", line)
+			}()
+		}
+	}()
+	podPort := lis.Addr().(*net.TCPAddr).Port
+
+	_, closedPort, _ := net.SplitHostPort(closedAddr(t))
+	cmd := kubectl(e.ctx, "port-forward", "pod/web", fmt.Sprintf(":%d", podPort), ":"+closedPort)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() string { // kubectl's stderr, once it has ended
+		once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return stderr.String()
+	}
+	defer stop()
+	// "Forwarding from 127.0.0.1:LOCAL -> PORT", one line per port.
+	local := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	for len(local) < 2 && sc.Scan() {
+		var l, p string
+		if _, err := fmt.Sscanf(sc.Text(), "Forwarding from %s -> %s", &l, &p); err == nil && strings.HasPrefix(l, "127.0.0.1:") {
+			local[p] = l
+		}
+	}
+	if len(local) < 2 {
+		t.Fatalf("kubectl port-forward did not listen: %v; stderr:\n%s", local, stop())
+	}
+	for i := range 3 {
+		c, err := net.DialTimeout("tcp", local[strconv.Itoa(podPort)], 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(c, "hello %d\n", i)
+		got, err := io.ReadAll(c)
+		c.Close()
+		if want := fmt.Sprintf("the pod heard hello %d\n", i); string(got) != want {
+			t.Fatalf("connection %d through kubectl port-forward: %q, %v; want %q; kubectl's stderr:\n%s", i, got, err, want, stop())
+		}
+	}
+	// A port nothing listens on: the connection ends with nothing, and
+	// kubectl says why.
+	c, err := net.DialTimeout("tcp", local[closedPort], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	got, _ := io.ReadAll(c)
+	c.Close()
+	if len(got) != 0 {
+		t.Errorf("a port nothing listens on answered %q", got)
+	}
+	if errOut := stop(); !strings.Contains(errOut, "connecting to port "+closedPort+" of the pod") {
+		t.Errorf("kubectl's stderr does not name the refused port %s:\n%s", closedPort, errOut)
 	}
 }

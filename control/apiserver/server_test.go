@@ -605,7 +605,7 @@ func TestErrorResponses(t *testing.T) {
 		{"pods/log without node TLS", "GET", "/api/v1/namespaces/default/pods/p/log", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/log: this API server has no client certificate for the node agents"},
 		{"pods/exec without node TLS", "POST", "/api/v1/namespaces/default/pods/p/exec", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/exec"},
 		{"pods/log is read-only", "POST", "/api/v1/namespaces/default/pods/p/log", "", nil, 405, metav1.StatusReasonMethodNotAllowed, ""},
-		{"pods/portforward", "GET", "/api/v1/namespaces/default/pods/p/portforward", "", nil, 404, metav1.StatusReasonNotFound, "isle does not serve pods/portforward yet"},
+		{"pods/portforward without node TLS", "POST", "/api/v1/namespaces/default/pods/p/portforward", "", nil, 503, metav1.StatusReasonServiceUnavailable, "pods/portforward"},
 		{"unknown resource", "GET", "/api/v1/foos", "", nil, 404, metav1.StatusReasonNotFound, "could not find the requested resource"},
 		{"unknown namespaced resource", "GET", "/api/v1/namespaces/default/foos", "", nil, 404, metav1.StatusReasonNotFound, ""},
 		{"unknown group", "GET", "/apis/nope.example.com/v1/things", "", nil, 404, metav1.StatusReasonNotFound, ""},

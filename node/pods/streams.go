@@ -3,8 +3,10 @@ package pods
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/netns"
 	"github.com/isle-cluster/isle/node/stream"
 )
 
@@ -12,15 +14,7 @@ import (
 // server (kubectl logs, exec, attach): its current attempt, and the
 // previous one's log.
 func (m *Manager) Container(namespace, pod, container string) (stream.ContainerRef, error) {
-	var ps *podState
-	m.mu.Lock()
-	for _, s := range m.state {
-		if ns, name := s.names(); ns == namespace && name == pod {
-			ps = s
-			break
-		}
-	}
-	m.mu.Unlock()
+	ps, _ := m.podNamed(namespace, pod)
 	if ps == nil {
 		return stream.ContainerRef{}, fmt.Errorf("pod %s/%s is not on this node: %w", namespace, pod, stream.ErrNotFound)
 	}
@@ -88,4 +82,35 @@ func convert(ctx context.Context, st stream.Streams) containers.Streams {
 		}()
 	}
 	return out
+}
+
+// Dialer gives the streaming server connections from inside a pod of this
+// board, for kubectl port-forward: in its network namespace, or the
+// board's own for a pod on the host's network.
+func (m *Manager) Dialer(namespace, pod string) (stream.DialFunc, error) {
+	ps, netnsPath := m.podNamed(namespace, pod)
+	if ps == nil {
+		return nil, fmt.Errorf("pod %s/%s is not on this node: %w", namespace, pod, stream.ErrNotFound)
+	}
+	if p := m.pod(ps.uid); p != nil && p.Spec.HostNetwork {
+		var d net.Dialer
+		return d.DialContext, nil
+	}
+	if netnsPath == "" {
+		return nil, fmt.Errorf("pod %s/%s has no network yet: %w", namespace, pod, stream.ErrNotFound)
+	}
+	return netns.Dialer(netnsPath), nil
+}
+
+// podNamed is the state of the pod namespace/pod on this board (nil if
+// none) and its network namespace then ("" before it has one).
+func (m *Manager) podNamed(namespace, pod string) (*podState, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.state {
+		if ns, name := s.names(); ns == namespace && name == pod {
+			return s, s.netns
+		}
+	}
+	return nil, ""
 }

@@ -1,11 +1,12 @@
 // Package stream is the node agent's streaming server, the part of the
-// kubelet's port 10250 that the API server proxies kubectl logs, exec and
-// attach to. The paths and query parameters are the kubelet's, so that the
-// proxy forwards them as they are:
+// kubelet's port 10250 that the API server proxies kubectl logs, exec,
+// attach and port-forward to. The paths and query parameters are the
+// kubelet's, so that the proxy forwards them as they are:
 //
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=&tailLines=&previous=&timestamps=&sinceSeconds=&sinceTime=&limitBytes=&stream=
 //	GET /exec/{namespace}/{pod}/{container}?command=a&command=b&stdin=&stdout=&stderr=&tty=
 //	GET /attach/{namespace}/{pod}/{container}?stdin=&stdout=&stderr=&tty=
+//	GET /portForward/{namespace}/{pod}   (SPDY: see portforward.go)
 //
 // Logs are plain text (read by package logs from the container's log files),
 // flushed as they come when following. Exec and attach are WebSockets

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,20 @@ func (f fakePods) Container(namespace, pod, container string) (ContainerRef, err
 		return ContainerRef{}, fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, pod, ErrNotFound)
 	}
 	return ref, nil
+}
+
+// Dialer: every pod's localhost is this machine's.
+func (f fakePods) Dialer(namespace, pod string) (DialFunc, error) {
+	if pod == "broken" {
+		return nil, errors.New("pod manager: store unavailable")
+	}
+	for k := range f {
+		if strings.HasPrefix(k, namespace+"/"+pod+"/") {
+			var d net.Dialer
+			return d.DialContext, nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s/%s: %w", namespace, pod, ErrNotFound)
 }
 
 // running is a ContainerRef.Running that tests switch.

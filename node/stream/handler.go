@@ -46,6 +46,11 @@ type Pods interface {
 	// Container returns the container of the pod; an error wrapping
 	// ErrNotFound if there is none (or ErrNoPrevious, see there).
 	Container(namespace, pod, container string) (ContainerRef, error)
+	// Dialer returns a dial function whose connections start inside the
+	// pod's network namespace (the board's own for a pod on the host's
+	// network), for port forwarding; an error wrapping ErrNotFound if the
+	// pod is not on this node.
+	Dialer(namespace, pod string) (DialFunc, error)
 }
 
 // TerminalSize is the size of the client's terminal, in characters.
@@ -97,6 +102,7 @@ func NewHandler(pods Pods, rt Runtime, log *slog.Logger) http.Handler {
 	h.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", h.containerLogs)
 	h.mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", h.exec)
 	h.mux.HandleFunc("GET /attach/{namespace}/{pod}/{container}", h.attach)
+	h.mux.HandleFunc("GET /portForward/{namespace}/{pod}", h.portForward)
 	return h
 }
 

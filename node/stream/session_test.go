@@ -252,7 +252,14 @@ func TestSessionRejected(t *testing.T) {
 			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Protocol": {"v5.channel.k8s.io"}},
 			400, "WebSocket upgrade: websocket: "},
 		{"POST (SPDY)", "POST", "/exec/ns/web/app?command=ls&stdout=true", nil, 405, ""},
-		{"unknown path", "GET", "/portForward/ns/web", nil, 404, ""},
+		{"unknown path", "GET", "/runningpods/", nil, 404, ""},
+		{"port-forward over WebSocket", "GET", "/portForward/ns/web", upgrade, 400, "served over SPDY, not WebSocket"},
+		{"port-forward without its protocol", "GET", "/portForward/ns/web",
+			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}}, 400, "X-Stream-Protocol-Version"},
+		{"port-forward of another protocol", "GET", "/portForward/ns/web",
+			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}, "X-Stream-Protocol-Version": {"portforward.k8s.io/v9"}}, 403, "unable to negotiate"},
+		{"port-forward to no such pod", "GET", "/portForward/ns/nope", nil, 404, "pod ns/nope: not found"},
+		{"port-forward, pod manager fails", "GET", "/portForward/ns/broken", nil, 500, "store unavailable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
