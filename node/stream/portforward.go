@@ -184,11 +184,11 @@ func (h *handler) forwardSession(ctx context.Context, conn httpstream.Connection
 // connect goes to the error stream.
 func forward(ctx context.Context, dial DialFunc, data, errStream io.ReadWriteCloser, port uint16) error {
 	defer errStream.Close()
-	defer data.Close()
 	dctx, cancel := context.WithTimeout(ctx, podDialTimeout)
 	c, err := dial(dctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
 	cancel()
 	if err != nil {
+		data.Close()
 		err = fmt.Errorf("connecting to port %d of the pod: %w", port, err)
 		io.WriteString(errStream, err.Error())
 		return err
@@ -205,7 +205,7 @@ func forward(ctx context.Context, dial DialFunc, data, errStream io.ReadWriteClo
 		}
 	}()
 	_, err = io.Copy(data, c)
-	data.Close()
+	data.Close() // the pod's side ended: the client sees the end
 	<-done
 	return err
 }
