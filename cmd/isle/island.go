@@ -32,6 +32,7 @@ docker-registry, nftables and the memory cgroup. One island per machine.`,
 	fl.IntVar(&cfg.Agents, "agents", 2, "boards that only run pods (0 to 40)")
 	fl.StringVar(&cfg.Dir, "dir", island.DefaultDir, "directory of the island's state, the boards' data and logs")
 	fl.StringArrayVar(&cfg.BoardFlags, "board-flag", nil, "a flag for every board's isle, such as --pod-resync=2s; repeat for more")
+	fl.StringArrayVar(&cfg.Mirrors, "mirror", nil, "a registry host, such as registry.k8s.io, whose images the boards pull from the island's registry (pushed there as REPO:TAG); repeat for more")
 	fl.DurationVar(&cfg.Timeout, "timeout", 0, "how long to wait for every Node to be Ready (0: 2m)")
 	return cmd
 }

@@ -349,7 +349,7 @@ func TestVersion(t *testing.T) {
 	for _, path := range []string{"/version", "/version/"} {
 		var v version.Info
 		mustCode(t, e.do(t, req{path: path}), 200).decode(t, &v) // no credentials needed
-		if v.GitVersion != "v1.32.4" || v.Major != "1" || v.Minor != "32" || v.GoVersion == "" || !strings.Contains(v.Platform, "/") {
+		if v.GitVersion != "v1.33.0" || v.Major != "1" || v.Minor != "33" || v.GoVersion == "" || !strings.Contains(v.Platform, "/") {
 			t.Errorf("%s: %+v", path, v)
 		}
 	}

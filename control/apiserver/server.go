@@ -29,8 +29,9 @@ import (
 
 // KubeVersion is the Kubernetes version isle's API corresponds to. kubectl
 // picks its behaviour (and the dispatcher on these machines its binary)
-// from it.
-const KubeVersion = "v1.32.4"
+// from it, and `make conformance` runs the conformance suite of this
+// version.
+const KubeVersion = "v1.33.0"
 
 // Config configures a Server.
 type Config struct {

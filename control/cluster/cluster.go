@@ -297,7 +297,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}()
 		}
 		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage})}
+		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
 		if l := cfg.Agent.LEDs; l != nil {
 			opts = append(opts, controllers.WithActivity(l.Activity))
 		}

@@ -26,6 +26,7 @@ type Option func(*tableOptions)
 type tableOptions struct {
 	hpa      HPAConfig
 	activity func()
+	rootCA   []byte
 }
 
 // WithActivity calls f at every action a controller reports (every Event
@@ -44,6 +45,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller
 	return []Controller{
 		ev,
 		&namespaces{store: store, log: log.With("controller", "namespace")},
+		&rootCAPublisher{store: store, log: log.With("controller", "root-ca-cert-publisher"), certPEM: o.rootCA},
 		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
 		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},

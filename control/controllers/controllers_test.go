@@ -40,7 +40,7 @@ func newEnv(t *testing.T) *env {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	table := controllers.Table(s, log)
+	table := controllers.Table(s, log, controllers.WithRootCA([]byte(testCAPEM)))
 	if len(table) == 0 {
 		t.Fatal("empty controller table")
 	}
@@ -168,12 +168,20 @@ func TestNamespaceDeletion(t *testing.T) {
 		_, ok := e.exists(t, nsr, "", "doomed")
 		return !ok
 	})
+	eventually(t, "bystander has kube-root-ca.crt", func() bool {
+		_, ok := e.exists(t, cms, "bystander", controllers.RootCAConfigMap)
+		return ok
+	})
 	for _, r := range []*registry.Resource{cms, pods, deploys, sas} {
 		if n := e.Count(r, "doomed"); n != 0 {
 			t.Errorf("%d %s left in the removed namespace", n, r)
 		}
-		if n := e.Count(r, "bystander"); n != 1 {
-			t.Errorf("%d %s in namespace bystander, want 1", n, r)
+		want := 1
+		if r == cms {
+			want = 2 // cm and kube-root-ca.crt
+		}
+		if n := e.Count(r, "bystander"); n != want {
+			t.Errorf("%d %s in namespace bystander, want %d", n, r, want)
 		}
 	}
 

@@ -53,6 +53,10 @@ type Config struct {
 	// BoardFlags are more flags for every board's isle ("--pod-resync=2s");
 	// they are recorded, so restarted boards get them too.
 	BoardFlags []string
+	// Mirrors are more registry hosts ("registry.k8s.io") whose images the
+	// boards pull from the island's registry, as they do registry.island's:
+	// push an image there as REPO:TAG and pods pull it as HOST/REPO:TAG.
+	Mirrors []string
 }
 
 func (c *Config) validate() error {
@@ -86,6 +90,11 @@ func (c *Config) validate() error {
 	}
 	if c.Out == nil {
 		c.Out = io.Discard
+	}
+	for _, h := range c.Mirrors {
+		if err := containers.CheckMirror(h, "http://"+net.JoinHostPort(lan.Addr().Next().String(), strconv.Itoa(registryPort))); err != nil || h == RegistryHost {
+			return fmt.Errorf("island: --mirror %q: want a registry host other than %s, such as registry.k8s.io", h, RegistryHost)
+		}
 	}
 	for _, f := range c.BoardFlags {
 		if !strings.HasPrefix(f, "--") {
@@ -175,7 +184,7 @@ func Up(ctx context.Context, cfg Config) (*State, error) {
 
 // plan names the island's boards and addresses.
 func plan(cfg Config) *State {
-	s := &State{Dir: cfg.Dir, LAN: lan, Host: lan.Addr().Next(), VIP: nthAddr(lan, 10), BoardFlags: cfg.BoardFlags}
+	s := &State{Dir: cfg.Dir, LAN: lan, Host: lan.Addr().Next(), VIP: nthAddr(lan, 10), BoardFlags: cfg.BoardFlags, Mirrors: cfg.Mirrors}
 	for i := 1; i <= cfg.Servers+cfg.Agents; i++ {
 		role := RoleServer
 		if i > cfg.Servers {
@@ -282,6 +291,9 @@ func startIsle(s *State, b *Board, bin, token string) error {
 		"--led-ready", "virtual", "--led-activity", "virtual", "--config", ""}
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
+	}
+	for _, h := range s.Mirrors {
+		args = append(args, "--registry-mirror", h+"=http://"+s.RegistryAddr())
 	}
 	args = append(args, s.BoardFlags...)
 	switch {

@@ -33,6 +33,9 @@ type State struct {
 	Boards   []Board    `json:"boards"`
 	// BoardFlags are more flags every board's isle gets.
 	BoardFlags []string `json:"boardFlags,omitempty"`
+	// Mirrors are more registry hosts the boards pull from the island's
+	// registry.
+	Mirrors []string `json:"mirrors,omitempty"`
 }
 
 // Board is one simulated board.

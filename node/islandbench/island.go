@@ -25,14 +25,20 @@ type Island struct {
 	// Servers and Agents are the boards isle up makes: pi1.. the servers,
 	// then the agents.
 	Servers, Agents int
+	// Mirrors are registry hosts the boards pull from the island's
+	// registry (isle up --mirror).
+	Mirrors []string
 }
 
 // Up runs `isle up` and returns how long it took to return, every Node
 // Ready.
 func (i *Island) Up(ctx context.Context) (time.Duration, error) {
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, i.Bin, "up", "--dir", i.Dir,
-		"--servers", strconv.Itoa(i.Servers), "--agents", strconv.Itoa(i.Agents))
+	args := []string{"up", "--dir", i.Dir, "--servers", strconv.Itoa(i.Servers), "--agents", strconv.Itoa(i.Agents)}
+	for _, m := range i.Mirrors {
+		args = append(args, "--mirror", m)
+	}
+	cmd := exec.CommandContext(ctx, i.Bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
 	err := cmd.Run()

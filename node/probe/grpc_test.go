@@ -24,7 +24,7 @@ func grpcHealth(t *testing.T) http.Handler {
 			t.Errorf("not a gRPC health call: %s %s %s %v", r.Proto, r.Method, r.URL.Path, r.Header)
 			http.Error(w, "bad call", http.StatusBadRequest)
 			return
-		case r.Header.Get("User-Agent") != "kube-probe/1.32":
+		case r.Header.Get("User-Agent") != "kube-probe/1.33":
 			t.Errorf("User-Agent %q", r.Header.Get("User-Agent"))
 		}
 		b, err := io.ReadAll(r.Body)

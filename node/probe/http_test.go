@@ -165,7 +165,7 @@ func TestHTTPRequest(t *testing.T) {
 		{"Host", first.Host, "app.example"},
 		{"query", first.URL.RawQuery, "a=b"},
 		{"X-Probe", first.Header.Get("X-Probe"), "1"},
-		{"User-Agent", first.Header.Get("User-Agent"), "kube-probe/1.32"},
+		{"User-Agent", first.Header.Get("User-Agent"), "kube-probe/1.33"},
 		{"Accept", first.Header.Get("Accept"), "*/*"},
 		{"Accept-Encoding", first.Header.Get("Accept-Encoding"), ""},
 		{"User-Agent set", second.Header.Get("User-Agent"), "mine"},

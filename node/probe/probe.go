@@ -43,7 +43,7 @@ func (r Result) String() string {
 const maxRead = 10 << 10
 
 // userAgent is sent by HTTP probes that set no User-Agent header.
-const userAgent = "kube-probe/1.32"
+const userAgent = "kube-probe/1.33"
 
 // Execer runs commands in containers (the container runtime).
 type Execer interface {

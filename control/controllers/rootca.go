@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"context"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// RootCAConfigMap is the ConfigMap every namespace holds with the cluster
+// CA's certificate under the key "ca.crt", as kube-controller-manager's
+// root-ca-cert-publisher keeps it: projected service-account volumes and
+// in-cluster clients read it to trust the API server.
+const RootCAConfigMap = "kube-root-ca.crt"
+
+// rootCADescription is the annotation upstream's publisher sets.
+const rootCADescription = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
+	"No other usage is guaranteed across distributions of Kubernetes clusters."
+
+// WithRootCA gives the root-CA publisher the cluster CA's certificate
+// (PEM); without it the publisher does not run.
+func WithRootCA(certPEM []byte) Option {
+	return func(o *tableOptions) { o.rootCA = certPEM }
+}
+
+// rootCAPublisher puts RootCAConfigMap into every namespace that is not
+// terminating, and puts it back when it is deleted or its data changed.
+type rootCAPublisher struct {
+	store   *registry.Store
+	log     *slog.Logger
+	certPEM []byte
+}
+
+func (c *rootCAPublisher) Name() string { return "root-ca-cert-publisher" }
+
+func (c *rootCAPublisher) Run(ctx context.Context) {
+	if len(c.certPEM) == 0 {
+		return
+	}
+	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	cmRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	loop := watchLoop{store: c.store, log: c.log, name: "root-ca-cert-publisher"}
+	loop.run(ctx,
+		watchOf(nsRes, nil, func(typ watch.EventType, ns *corev1.Namespace) {
+			if typ != watch.Deleted && ns.DeletionTimestamp == nil {
+				c.sync(ctx, ns.Name)
+			}
+		}),
+		watchSpec{res: cmRes, changesOnly: true, handle: func(ev registry.WatchEvent) {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == RootCAConfigMap {
+				c.sync(ctx, cm.Namespace)
+			}
+		}})
+}
+
+// sync makes namespace ns's RootCAConfigMap hold the CA's certificate.
+func (c *rootCAPublisher) sync(ctx context.Context, ns string) {
+	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	cmRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	if obj, err := c.store.Get(ctx, nsRes, "", ns, metav1.GetOptions{ResourceVersion: "0"}); err != nil ||
+		obj.(*corev1.Namespace).DeletionTimestamp != nil {
+		return // gone or going: nothing new may be created in it
+	}
+	want := map[string]string{"ca.crt": string(c.certPEM)}
+	obj, err := c.store.Get(ctx, cmRes, ns, RootCAConfigMap, metav1.GetOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.store.Create(ctx, cmRes, ns, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: RootCAConfigMap, Namespace: ns,
+				Annotations: map[string]string{"kubernetes.io/description": rootCADescription}},
+			Data: want,
+		}, registry.WriteOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	case err == nil:
+		cm := obj.(*corev1.ConfigMap)
+		if len(cm.Data) == 1 && cm.Data["ca.crt"] == want["ca.crt"] && len(cm.BinaryData) == 0 {
+			return
+		}
+		_, err = c.store.Mutate(ctx, cmRes, ns, RootCAConfigMap, "", func(o runtime.Object) error {
+			cm := o.(*corev1.ConfigMap)
+			cm.Data, cm.BinaryData = want, nil
+			return nil
+		})
+	}
+	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		c.log.Warn("root-ca-cert-publisher: publish", "namespace", ns, "err", err)
+	}
+}

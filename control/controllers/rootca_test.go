@@ -1,0 +1,54 @@
+package controllers_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/isle-cluster/isle/control/controllers"
+)
+
+// testCAPEM stands for the cluster CA's certificate in the controllers'
+// tests: the publisher copies it without reading it.
+const testCAPEM = "-----BEGIN CERTIFICATE-----\nTUlJQg==\n-----END CERTIFICATE-----\n"
+
+func TestRootCAPublished(t *testing.T) {
+	e := newEnv(t)
+	cms := e.res(t, "", "v1", "configmaps")
+	published := func(ns string) func() bool {
+		return func() bool {
+			obj, err := e.Get(e.ctx, cms, ns, controllers.RootCAConfigMap, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			cm := obj.(*corev1.ConfigMap)
+			return len(cm.Data) == 1 && cm.Data["ca.crt"] == testCAPEM
+		}
+	}
+	e.namespace(t, "team-a")
+	eventually(t, "team-a has kube-root-ca.crt", published("team-a"))
+
+	// Changed by someone: put back.
+	if _, err := e.Mutate(e.ctx, cms, "team-a", controllers.RootCAConfigMap, "", func(o runtime.Object) error {
+		o.(*corev1.ConfigMap).Data = map[string]string{"ca.crt": "mine", "extra": "x"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "team-a's kube-root-ca.crt is restored", published("team-a"))
+
+	// Deleted: made again.
+	if _, _, err := e.Delete(e.ctx, cms, "team-a", controllers.RootCAConfigMap, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "team-a's kube-root-ca.crt is made again", published("team-a"))
+
+	// Other ConfigMaps are left alone.
+	e.create(t, cms, "team-a", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"ca.crt": "not ours"}})
+	obj, err := e.Get(e.ctx, cms, "team-a", "app", metav1.GetOptions{})
+	if err != nil || obj.(*corev1.ConfigMap).Data["ca.crt"] != "not ours" {
+		t.Fatalf("app ConfigMap changed: %v %v", obj, err)
+	}
+}
