@@ -80,6 +80,9 @@ func (s *Server) authorize(ctx context.Context, u *User, req request) error {
 }
 
 func (s *Server) nodeMay(ctx context.Context, node string, req request) bool {
+	if isProxy(req) {
+		return false // a node's credential reaches no pod through the API server
+	}
 	if oneOf(req.Verb, "get", "list", "watch") {
 		return true
 	}

@@ -81,6 +81,10 @@ func addWarnings(w http.ResponseWriter, warnings []string) {
 // serveResource serves one resource request after authorization.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) {
 	res := req.Resource
+	if isProxy(req) {
+		s.serveProxy(w, r, req)
+		return
+	}
 	switch req.Subresource {
 	case "":
 	case "status":

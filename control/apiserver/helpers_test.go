@@ -47,13 +47,14 @@ type env struct {
 	notReady atomic.Bool // makes the Ready check fail
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts the server; each of with may change its Config first.
+func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{store: store, ctx: t.Context()}
-	api := apiserver.New(apiserver.Config{
+	cfg := apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: log,
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {
 			u, ok := users[tok]
@@ -65,7 +66,11 @@ func newEnv(t *testing.T) *env {
 			}
 			return nil
 		},
-	})
+	}
+	for _, f := range with {
+		f(&cfg)
+	}
+	api := apiserver.New(cfg)
 	e.srv = httptest.NewServer(api)
 	t.Cleanup(e.srv.Close)
 	nsr, _ := store.Resources().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})

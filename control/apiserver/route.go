@@ -66,6 +66,11 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, msg s
 	}
 	if len(parts) > 1 {
 		req.Subresource = strings.Join(parts[1:], "/")
+		if parts[1] == "proxy" {
+			// pods/proxy and services/proxy: what follows is the
+			// proxied path (proxiedPath), not part of the subresource.
+			req.Subresource = "proxy"
+		}
 	}
 	rr, found := lookup(resName)
 	if !found {
@@ -98,6 +103,10 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, msg s
 		if req.Name == "" {
 			req.Verb = "deletecollection"
 		}
+	}
+	if req.Verb == "" && isProxy(req) {
+		// OPTIONS and the rest pass through a proxy as reads do.
+		req.Verb = "get"
 	}
 	if isConnect(req) && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
 		// A session in a pod's container is a write of pods/exec (or

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -63,6 +64,10 @@ type Config struct {
 	// (pki.APIServerUser). The agent is verified by its node's name. nil:
 	// those subresources answer 503.
 	NodeTLS *tls.Config
+	// ProxyDial dials the pods and endpoints that pods/proxy and
+	// services/proxy reach. nil: a net.Dialer (tests map pod addresses to
+	// their own servers).
+	ProxyDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// IsleVersion and IsleCommit are reported in /version.
 	IsleVersion, IsleCommit string
 	Logger                  *slog.Logger
