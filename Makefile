@@ -22,7 +22,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs mmdebstrap arch-test qemu-system-arm ipxe-qemu
 
-.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-raspi test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic bench-image demo demo-down image lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-conformance conformance test-raspi test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic bench-image demo demo-down image lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -57,7 +57,7 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: setup lint test-unit test-e2e test-e2e-race ## all tests this machine can run (as root: tmpfs, real processes); installs what they need
+test: setup lint test-unit test-e2e test-e2e-race test-conformance ## all tests this machine can run (as root: tmpfs, real processes); installs what they need
 
 # The node packages (containerd, runc, namespaces) run apart from the
 # control plane's: on two CPUs they starved the controllers' timed tests.
@@ -78,6 +78,16 @@ test-raspi: build ## only the SD-card image on QEMU's Pi 3 (-M raspi3b), its LED
 test-e2e-race:
 	$(GO) build -race -o $(OUT)/isle-race ./cmd/isle
 	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork|TestServiceTraffic' ./e2e/...
+
+# Upstream's conformance suite (e2e/conformance). Its build, the Debian
+# root of the test images and the reports are kept in CONFORMANCE_CACHE.
+CONFORMANCE_CACHE ?= /var/cache/isle-conformance
+
+test-conformance: build ## the conformance specs isle passes (e2e/conformance/subset.txt) on an island: fails if one does not pass
+	$(GO) run ./e2e/conformance -isle $(OUT)/isle -cache $(CONFORMANCE_CACHE) -subset e2e/conformance/subset.txt -nodes 3
+
+conformance: setup build ## upstream's whole conformance suite on an island (3 servers, 2 agents; hours): JUnit reports, a summary, docs/conformance.md updated (ARCH=amd64|arm64|arm/v7 NODES=4)
+	$(GO) run ./e2e/conformance -isle $(OUT)/isle -cache $(CONFORMANCE_CACHE) -doc docs/conformance.md -arch $(or $(ARCH),amd64) -nodes $(or $(NODES),4)
 
 # One package at a time (-p 1): emulated, two packages of controller tests
 # on two cores starve each other past the tests' deadlines.
