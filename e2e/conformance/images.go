@@ -214,7 +214,8 @@ func (s *imageSet) build(ctx context.Context) ([]imageSpec, error) {
 const httpdForeground = `#!/bin/sh
 set -e
 . /etc/apache2/envvars
-mkdir -p "$APACHE_RUN_DIR" "$APACHE_LOCK_DIR" "$APACHE_LOG_DIR"
+# /var/lock is a link to /run/lock, which no runtime makes.
+mkdir -p /run/lock "$APACHE_RUN_DIR" "$APACHE_LOCK_DIR" "$APACHE_LOG_DIR"
 rm -f "$APACHE_PID_FILE"
 exec apache2 -DFOREGROUND "$@"
 `

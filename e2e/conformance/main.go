@@ -40,7 +40,7 @@ type options struct {
 	isle, cache, dir, arch, subset, doc, reportDir, version string
 	nodes, servers, agents                                  int
 	timeout                                                 time.Duration
-	keep                                                    bool
+	keep, pushOnly                                          bool
 }
 
 func main() {
@@ -60,6 +60,7 @@ func main() {
 	fs.IntVar(&o.agents, "agents", 2, "the island's agents (the suite needs two schedulable nodes at least)")
 	fs.DurationVar(&o.timeout, "timeout", 6*time.Hour, "the longest a pass may run")
 	fs.BoolVar(&o.keep, "keep", false, "leave the island running after the run")
+	fs.BoolVar(&o.pushOnly, "push-only", false, "only make the images and push them to the island running in -dir (one kept with -keep, say)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -130,6 +131,13 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		return false, err
 	}
 
+	if o.pushOnly {
+		st, err := island.Load(o.dir)
+		if err != nil {
+			return false, err
+		}
+		return true, push(ctx, st.RegistryAddr(), p, specs, log)
+	}
 	isl := &islandbench.Island{Bin: o.isle, Dir: o.dir, Servers: o.servers, Agents: o.agents, Mirrors: []string{"registry.k8s.io"}}
 	took, err := isl.Up(ctx)
 	if !o.keep {
