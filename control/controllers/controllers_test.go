@@ -231,6 +231,15 @@ func ownedBy(owner metav1.Object, kind string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: owner.GetName(), UID: owner.GetUID()}}
 }
 
+// blockedBy is ownedBy with blockOwnerDeletion: the owner's foreground
+// deletion waits for the dependent.
+func blockedBy(owner metav1.Object, kind string) []metav1.OwnerReference {
+	refs := ownedBy(owner, kind)
+	yes := true
+	refs[0].BlockOwnerDeletion = &yes
+	return refs
+}
+
 func TestGarbageCollector(t *testing.T) {
 	e := newEnv(t)
 	cms := e.res(t, "", "v1", "configmaps")
@@ -272,8 +281,10 @@ func TestGarbageCollector(t *testing.T) {
 
 	t.Run("foreground", func(t *testing.T) {
 		owner := e.create(t, cms, "default", cm("fg-owner", nil))
-		e.create(t, cms, "default", cm("fg-dep", ownedBy(owner, "ConfigMap"), "example.com/hold"))
-		e.create(t, cms, "default", cm("fg-dep-free", ownedBy(owner, "ConfigMap")))
+		e.create(t, cms, "default", cm("fg-dep", blockedBy(owner, "ConfigMap"), "example.com/hold"))
+		e.create(t, cms, "default", cm("fg-dep-free", blockedBy(owner, "ConfigMap")))
+		// Deleted too, but its owner does not wait for it.
+		e.create(t, cms, "default", cm("fg-dep-nonblocking", ownedBy(owner, "ConfigMap"), "example.com/hold"))
 		fg := metav1.DeletePropagationForeground
 		_, deleted, err := e.Delete(e.ctx, cms, "default", "fg-owner", metav1.DeleteOptions{PropagationPolicy: &fg})
 		if err != nil || deleted {
@@ -299,7 +310,34 @@ func TestGarbageCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "fg-dep is removed", gone("fg-dep"))
-		eventually(t, "fg-owner is removed after its dependents", gone("fg-owner"))
+		eventually(t, "fg-owner is removed after its blocking dependents", gone("fg-owner"))
+		if m, ok := e.exists(t, cms, "default", "fg-dep-nonblocking"); !ok || m.GetDeletionTimestamp() == nil {
+			t.Errorf("the non-blocking dependent: present %v, being deleted %v; want both", ok, ok && m.GetDeletionTimestamp() != nil)
+		}
+	})
+
+	t.Run("a circle of owners", func(t *testing.T) {
+		// c1 is owned by c3, c2 by c1, c3 by c2, all blocking: deleting
+		// c1 in the foreground removes all three (upstream's "should not
+		// be blocked by dependency circle").
+		c := []metav1.Object{e.create(t, cms, "default", cm("circle-1", nil)), e.create(t, cms, "default", cm("circle-2", nil)),
+			e.create(t, cms, "default", cm("circle-3", nil))}
+		for i, owner := range []int{2, 0, 1} {
+			if _, err := e.Mutate(e.ctx, cms, "default", c[i].GetName(), "", func(o runtime.Object) error {
+				m, _ := meta.Accessor(o)
+				m.SetOwnerReferences(blockedBy(c[owner], "ConfigMap"))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fg := metav1.DeletePropagationForeground
+		if _, _, err := e.Delete(e.ctx, cms, "default", "circle-1", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"circle-1", "circle-2", "circle-3"} {
+			eventually(t, n+" is removed", gone(n))
+		}
 	})
 
 	t.Run("orphan", func(t *testing.T) {

@@ -21,8 +21,9 @@ import (
 // garbageCollector follows ownerReferences, as Kubernetes' garbage collector:
 //   - an object all of whose owners are gone is deleted (background);
 //   - an owner deleted with propagation Foreground ("foregroundDeletion"
-//     finalizer) loses that finalizer once its dependents are gone, which
-//     it deletes first;
+//     finalizer) deletes its dependents and loses that finalizer once those
+//     whose references block it (blockOwnerDeletion) are gone; a circle of
+//     such owners is broken as upstream's collector breaks it;
 //   - an owner deleted with propagation Orphan ("orphan" finalizer) has its
 //     references removed from its dependents, then loses the finalizer.
 //
@@ -113,7 +114,7 @@ func (c *garbageCollector) sweep(ctx context.Context) {
 			byUID[m.GetUID()] = it
 		}
 	}
-	dependents := map[types.UID][]item{}
+	dependents := map[types.UID][]dependent{}
 	for _, it := range items {
 		refs := it.obj.GetOwnerReferences()
 		if len(refs) == 0 {
@@ -123,7 +124,8 @@ func (c *garbageCollector) sweep(ctx context.Context) {
 		for _, ref := range refs {
 			if owner, ok := byUID[ref.UID]; ok && sameNamespace(owner, it) {
 				alive = true
-				dependents[ref.UID] = append(dependents[ref.UID], it)
+				blocking := ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion
+				dependents[ref.UID] = append(dependents[ref.UID], dependent{it, blocking})
 			}
 		}
 		if !alive && it.obj.GetDeletionTimestamp() == nil {
@@ -137,22 +139,66 @@ func (c *garbageCollector) sweep(ctx context.Context) {
 		fs := owner.obj.GetFinalizers()
 		switch {
 		case slices.Contains(fs, metav1.FinalizerDeleteDependents):
-			deps := dependents[owner.obj.GetUID()]
-			for _, d := range deps {
+			blocking := 0
+			for _, d := range dependents[owner.obj.GetUID()] {
 				if d.obj.GetDeletionTimestamp() == nil {
-					c.delete(ctx, d, metav1.DeletePropagationForeground)
+					// Dependents with dependents of their own go in the
+					// foreground too; the rest at once.
+					policy := metav1.DeletePropagationBackground
+					if len(dependents[d.obj.GetUID()]) > 0 {
+						policy = metav1.DeletePropagationForeground
+					}
+					c.delete(ctx, d.item, policy)
+				}
+				if !d.blocking {
+					continue
+				}
+				blocking++
+				// A dependent waiting for its own dependents, one of
+				// which waits too, may be in a circle of owners: it stops
+				// blocking its owners, as upstream's collector breaks
+				// circles (with the same false positives on long chains).
+				if deletingDependents(d.item) && slices.ContainsFunc(dependents[d.obj.GetUID()], func(x dependent) bool { return deletingDependents(x.item) }) {
+					c.unblock(ctx, d.item, byUID)
 				}
 			}
-			if len(deps) == 0 {
+			if blocking == 0 {
 				c.dropFinalizer(ctx, owner, metav1.FinalizerDeleteDependents)
 			}
 		case slices.Contains(fs, metav1.FinalizerOrphanDependents):
 			for _, d := range dependents[owner.obj.GetUID()] {
-				c.orphan(ctx, d, owner.obj.GetUID())
+				c.orphan(ctx, d.item, owner.obj.GetUID())
 			}
 			c.dropFinalizer(ctx, owner, metav1.FinalizerOrphanDependents)
 		}
 	}
+}
+
+// dependent is an object with an owner, and whether its reference blocks
+// the owner's foreground deletion (blockOwnerDeletion).
+type dependent struct {
+	item
+	blocking bool
+}
+
+// deletingDependents: deleted in the foreground, waiting for dependents.
+func deletingDependents(it item) bool {
+	return it.obj.GetDeletionTimestamp() != nil && slices.Contains(it.obj.GetFinalizers(), metav1.FinalizerDeleteDependents)
+}
+
+// unblock makes it's references to owners that wait for their dependents
+// non-blocking.
+func (c *garbageCollector) unblock(ctx context.Context, it item, byUID map[types.UID]item) {
+	c.mutate(ctx, it, func(m metav1.Object) {
+		refs := m.GetOwnerReferences()
+		for i := range refs {
+			if owner, ok := byUID[refs[i].UID]; ok && deletingDependents(owner) {
+				no := false
+				refs[i].BlockOwnerDeletion = &no
+			}
+		}
+		m.SetOwnerReferences(refs)
+	})
 }
 
 // sameNamespace: a namespaced dependent's owner is in its namespace or
