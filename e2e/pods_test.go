@@ -613,8 +613,8 @@ spec:
 		t.Parallel()
 		p := b.waitPod(t, "inits", 60*time.Second, "Running", isRunning)
 		for _, cs := range p.Status.InitContainerStatuses {
-			if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
-				t.Fatalf("init container %s: %+v", cs.Name, cs.State)
+			if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" || !cs.Ready {
+				t.Fatalf("init container %s: ready %v, %+v", cs.Name, cs.Ready, cs.State)
 			}
 		}
 		waitFor(t, 10*time.Second, "the main container's output", func() bool {

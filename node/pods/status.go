@@ -35,6 +35,8 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 		cs := m.containerStatus(pod, ps, c, true)
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
+		} else {
+			cs.Ready = true // an init container that succeeded is ready, as the kubelet says
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
