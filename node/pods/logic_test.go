@@ -123,3 +123,42 @@ func TestSpecHash(t *testing.T) {
 		t.Fatal("a new image does not restart the container")
 	}
 }
+
+func TestHostsFile(t *testing.T) {
+	const header = "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+		"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n"
+	pod := func(mod func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace = "web-0", "shop"
+		mod(p)
+		return p
+	}
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		ips       []string
+		nodeHosts string
+		want      string
+	}{
+		{"pod network", pod(func(*corev1.Pod) {}), []string{"10.42.1.7"}, "", header + "10.42.1.7\tweb-0\n"},
+		{"hostname and subdomain", pod(func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "db", "db-svc" }), []string{"10.42.1.7"}, "",
+			header + "10.42.1.7\tdb.db-svc.shop.svc.cluster.local\tdb\n"},
+		{"host aliases", pod(func(p *corev1.Pod) {
+			p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"a.lan", "b.lan"}}, {IP: "10.0.0.8", Hostnames: []string{"c.lan"}}}
+		}), []string{"10.42.1.7"}, "", header + "10.42.1.7\tweb-0\n\n# Entries added by HostAliases.\n10.0.0.9\ta.lan\tb.lan\n10.0.0.8\tc.lan\n"},
+		{"no IP yet", pod(func(*corev1.Pod) {}), nil, "", header},
+		{"host network", pod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), []string{"10.77.0.14"}, "127.0.0.1 localhost\n10.77.0.14 pi4",
+			"# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n10.77.0.14 pi4\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hostsFile(tc.pod, tc.ips, "cluster.local", []byte(tc.nodeHosts)); got != tc.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+	// The e2e suite's test tells a managed file by its first line.
+	if got := hostsFile(pod(func(*corev1.Pod) {}), nil, "cluster.local", nil); !strings.HasPrefix(got, "# Kubernetes-managed hosts file.") {
+		t.Errorf("no header: %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -293,21 +294,11 @@ func (m *Manager) podFiles(pod *corev1.Pod, ps *podState) error {
 		return fmt.Errorf("pods: %w", err)
 	}
 	host := podHostname(pod)
-	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	var nodeHosts []byte
 	if pod.Spec.HostNetwork {
-		if b, err := os.ReadFile("/etc/hosts"); err == nil {
-			hosts = string(b)
-		}
-	} else {
-		for _, ip := range ps.ips {
-			hosts += ip + "\t" + host + "\n"
-		}
-		for _, ha := range pod.Spec.HostAliases {
-			for _, h := range ha.Hostnames {
-				hosts += ha.IP + "\t" + h + "\n"
-			}
-		}
+		nodeHosts, _ = os.ReadFile("/etc/hosts")
 	}
+	hosts := hostsFile(pod, ps.ips, m.cfg.ClusterDomain, nodeHosts)
 	resolv, err := m.resolvConf(pod)
 	if err != nil {
 		return err
@@ -340,6 +331,40 @@ func (m *Manager) resolvConf(pod *corev1.Pod) ([]byte, error) {
 		return nil, fmt.Errorf("pods: /etc/resolv.conf: %w", err)
 	}
 	return out, nil
+}
+
+// hostsFile is a pod's /etc/hosts as the kubelet writes it: for a pod on
+// the Pod network, localhost, the pod's IPs with its hostname (and its
+// FQDN with a subdomain), then its hostAliases; for a pod on the host's
+// network, the board's own file (nodeHosts) with the hostAliases.
+func hostsFile(pod *corev1.Pod, ips []string, clusterDomain string, nodeHosts []byte) string {
+	var b strings.Builder
+	if pod.Spec.HostNetwork {
+		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
+		b.Write(nodeHosts)
+		if len(nodeHosts) > 0 && nodeHosts[len(nodeHosts)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	} else {
+		b.WriteString("# Kubernetes-managed hosts file.\n" +
+			"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+			"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+		host := podHostname(pod)
+		for _, ip := range ips {
+			if pod.Spec.Subdomain != "" && clusterDomain != "" {
+				fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.%s\t%s\n", ip, host, pod.Spec.Subdomain, pod.Namespace, clusterDomain, host)
+			} else {
+				fmt.Fprintf(&b, "%s\t%s\n", ip, host)
+			}
+		}
+	}
+	if len(pod.Spec.HostAliases) > 0 {
+		b.WriteString("\n# Entries added by HostAliases.\n")
+		for _, ha := range pod.Spec.HostAliases {
+			fmt.Fprintf(&b, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
+		}
+	}
+	return b.String()
 }
 
 func podHostname(pod *corev1.Pod) string {
