@@ -27,7 +27,7 @@ const TableName = "isle-podnet"
 //	    fib daddr type local jump hostports
 //	  }
 //	  chain output { type nat hook output priority dstnat
-//	    ip daddr != 127.0.0.0/8 fib daddr type local jump hostports
+//	    ip saddr != 127.0.0.0/8 fib daddr type local jump hostports
 //	  }
 //	  chain hostports {
 //	    [ip daddr HOSTIP] meta l4proto tcp th dport 8080 meta mark set mark | 0x8000 dnat to POD:80
@@ -35,8 +35,10 @@ const TableName = "isle-podnet"
 //	  }
 //	}
 //
-// Loopback addresses are left out: a packet from 127.0.0.1 cannot leave
-// the board for a pod. The mark bit 0x8000 (HostPortMark) is the table's:
+// Packets from loopback addresses are left out: a packet from 127.0.0.1
+// cannot leave the board for a pod. One from the board's own address to
+// 127.0.0.1 can (curl --interface ADDR http://127.0.0.1:PORT), as a
+// hostPort with hostIP 127.0.0.1 is reached. The mark bit 0x8000 (HostPortMark) is the table's:
 // only hostPort traffic between pods of the board is masqueraded, so that
 // a pod reaching its own hostPort gets the replies; a pod reaching another
 // through a Service (package proxy) keeps its address.
@@ -73,7 +75,7 @@ func (n *Network) writeTable() error {
 	out := c.AddChain(&nftables.Chain{Table: t, Name: "output", Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityNATDest})
 	c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: slices.Concat(
-		inPrefix(16, netip.MustParsePrefix("127.0.0.0/8"), false), jump)})
+		inPrefix(12, netip.MustParsePrefix("127.0.0.0/8"), false), jump)})
 
 	for _, r := range n.sortedRecords() {
 		for _, hp := range r.HostPorts {

@@ -126,6 +126,8 @@ func TestHostPort(t *testing.T) {
 	nstest.ServeUDP(t, web.ns, ":53", "web")
 	only := b.attach("only", corev1.ContainerPort{ContainerPort: 80, HostPort: 9090, HostIP: b.ip.String()})
 	nstest.ServeTCP(t, only.ns, ":80", "only")
+	local := b.attach("local", corev1.ContainerPort{ContainerPort: 80, HostPort: 9191, HostIP: "127.0.0.1"})
+	nstest.ServeTCP(t, local.ns, ":80", "local")
 	a1, b2 := a.attach("a1"), b.attach("b2")
 
 	bWeb := addrPort(b.ip, 8080)
@@ -138,6 +140,15 @@ func TestHostPort(t *testing.T) {
 	expect(t, "hostIP", a.ns, "tcp", addrPort(b.ip, 9090), "only saw "+a.ip.String())
 	if !unreachable(b.ns, "tcp", addrPort(gateway(b.cidr), 9090)) {
 		t.Error("hostPort with a hostIP answered on another address")
+	}
+	// hostIP 127.0.0.1, reached from the board with its LAN address as the
+	// source (upstream's "no conflict between pods with same hostPort but
+	// different hostIP" test: curl --interface).
+	if got, err := askFrom(b.ns, b.ip, addrPort(netip.MustParseAddr("127.0.0.1"), 9191)); err != nil || got != "local saw "+b.ip.String() {
+		t.Errorf("hostIP 127.0.0.1 from %v: %q, %v; want local saw %v", b.ip, got, err, b.ip)
+	}
+	if !unreachable(a.ns, "tcp", addrPort(b.ip, 9191)) {
+		t.Error("hostPort with hostIP 127.0.0.1 answered on the LAN")
 	}
 
 	// Conflicts.

@@ -1,11 +1,14 @@
 package podnet
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/isle-cluster/isle/node/netns"
 	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
@@ -169,6 +173,24 @@ func (b *board) attach(name string, ports ...corev1.ContainerPort) *pod {
 func unreachable(ns, network, addr string) bool {
 	_, err := nstest.Ask(ns, network, addr, time.Second)
 	return err != nil
+}
+
+// askFrom asks the TCP server at addr from ns with the source address
+// local, as nstest.Ask does.
+func askFrom(ns string, local netip.Addr, addr string) (string, error) {
+	var line string
+	err := netns.Do(ns, func() error {
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	return strings.TrimSpace(line), err
 }
 
 // expect asks the server at addr from ns (as nstest.Ask) and checks its
