@@ -138,7 +138,9 @@ func (e *env) do(t *testing.T, rq req) response {
 	for k, v := range rq.header {
 		hr.Header.Set(k, v)
 	}
-	resp, err := e.srv.Client().Do(hr)
+	client := *e.srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse } // redirects are answers too
+	resp, err := client.Do(hr)
 	if err != nil {
 		t.Fatalf("%s %s: %v", rq.method, rq.path, err)
 	}

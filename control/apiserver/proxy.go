@@ -31,7 +31,8 @@ import (
 // ready endpoints (from its EndpointSlices) on the target of the Service
 // port given (its name or number; the only port if none). SCHEME is http
 // (the default) or https, whose certificate is not checked, as upstream.
-// The method, the path after /proxy, the query and the body pass through.
+// The method, the path after /proxy, the query and the body pass through; a
+// GET or HEAD of .../proxy itself is redirected to .../proxy/ (301).
 // Only addresses a pod or endpoint may have are proxied to: never
 // loopback, link-local or unspecified ones (a pod IP is written by a node,
 // an EndpointSlice by anyone who may write one; neither may point the API
@@ -107,6 +108,14 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, req request)
 	}
 	path, _ := proxiedPath(r)
 	if path == "" {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			// As upstream: a read of .../proxy is sent to .../proxy/, so
+			// that the pod's relative links resolve beneath it.
+			u := *r.URL
+			u.Path, u.RawPath = r.URL.Path+"/", ""
+			http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+			return
+		}
 		path = "/"
 	}
 	target := &url.URL{Scheme: scheme, Host: hostPort, RawQuery: r.URL.RawQuery}

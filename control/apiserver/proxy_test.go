@@ -109,7 +109,8 @@ func TestPodAndServiceProxy(t *testing.T) {
 	}{
 		{"pod, port 80", "GET", pods + "web/proxy/hello/a%2Fb?x=1&y=2", adminToken, 200, "method=GET path=/hello/a%2Fb query=x=1&y=2 body= auth=\"\"", "10.42.0.5:80"},
 		{"pod, named port", "GET", pods + "web:http/proxy/", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
-		{"pod, no path", "GET", pods + "web:8080/proxy", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
+		{"pod, no path: redirected", "GET", pods + "web:8080/proxy?method=GET", adminToken, 301, "", ""},
+		{"pod, no path, POST", "POST", pods + "web:8080/proxy", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
 		{"pod, POST with a body", "POST", pods + "web:8080/proxy/echo", adminToken, 200, "method=POST path=/echo query= body={}", "10.42.0.5:8080"},
 		{"pod, OPTIONS", "OPTIONS", pods + "http:web:8080/proxy/x", adminToken, 200, "method=OPTIONS", "10.42.0.5:8080"},
 		{"pod, DELETE", "DELETE", pods + "web:8080/proxy/x", adminToken, 200, "method=DELETE", "10.42.0.5:8080"},
@@ -136,6 +137,11 @@ func TestPodAndServiceProxy(t *testing.T) {
 			r := e.do(t, req{method: tc.method, path: tc.path, token: tc.token, body: body})
 			if r.code != tc.code || !strings.Contains(string(r.body), tc.want) {
 				t.Fatalf("%d %s, want %d with %q", r.code, r, tc.code, tc.want)
+			}
+			if tc.code == 301 {
+				if loc := r.header.Get("Location"); !strings.HasSuffix(loc, "/proxy/?method=GET") {
+					t.Errorf("Location %q, want .../proxy/?method=GET", loc)
+				}
 			}
 			if tc.code >= 400 && tc.method != "HEAD" {
 				if st := r.status(t); st.Code != int32(tc.code) {
