@@ -162,3 +162,31 @@ func TestHostsFile(t *testing.T) {
 		t.Errorf("no header: %q", got)
 	}
 }
+
+func TestWaitingReason(t *testing.T) {
+	m := &Manager{}
+	c := corev1.Container{Name: "app"}
+	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	withInit := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "init"}}, Containers: []corev1.Container{c}}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		set  string // a reason the pod's sync gave
+		want string
+	}{
+		{"no init containers", plain, "", "ContainerCreating"},
+		{"init containers to run first", withInit, "", "PodInitializing"},
+		{"a reason given", withInit, "ErrImagePull", "ErrImagePull"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := newPodState("u", "ns", "p")
+			if tc.set != "" {
+				ps.waiting["app"] = corev1.ContainerStateWaiting{Reason: tc.set}
+			}
+			cs := m.containerStatus(tc.pod, ps, &c, false)
+			if cs.State.Waiting == nil || cs.State.Waiting.Reason != tc.want {
+				t.Errorf("state %+v, want waiting %s", cs.State, tc.want)
+			}
+		})
+	}
+}

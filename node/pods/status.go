@@ -160,7 +160,13 @@ func (m *Manager) containerStatus(pod *corev1.Pod, ps *podState, c *corev1.Conta
 	cs.Started = &f
 	if len(att) == 0 {
 		w := ps.waiting[c.Name]
-		if w.Reason == "" {
+		switch {
+		case w.Reason != "":
+		case len(pod.Spec.InitContainers) > 0:
+			// As the kubelet: every container of a pod with init
+			// containers waits "PodInitializing" until it is created.
+			w.Reason = "PodInitializing"
+		default:
 			w.Reason = "ContainerCreating"
 		}
 		cs.State.Waiting = &w

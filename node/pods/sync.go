@@ -72,13 +72,13 @@ func (m *Manager) syncRunning(ctx context.Context, pod *corev1.Pod, ps *podState
 		}
 	}
 	if err := m.sandbox(ctx, pod, ps); err != nil {
-		m.waitAll(pod, ps, "ContainerCreating", "")
+		m.waitAll(pod, ps, "", "") // the default reason (containerStatus)
 		m.events.warning(pod, "FailedCreatePodSandBox", err.Error())
 		return 5 * time.Second, err
 	}
 	paths, err := m.vol.Setup(ctx, pod)
 	if err != nil {
-		m.waitAll(pod, ps, "ContainerCreating", "")
+		m.waitAll(pod, ps, "", "") // the default reason (containerStatus)
 		m.events.warning(pod, "FailedMount", err.Error())
 		return 5 * time.Second, nil
 	}
