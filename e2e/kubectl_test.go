@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/control/apiserver"
 )
 
 // kubectlBin finds the real kubectl; without it the test fails in CI and
@@ -188,7 +190,7 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 		var nodes string
 		waitFor(t, 20*time.Second, "three Ready control-plane nodes", func() bool {
 			nodes = k.ok(t, "get", "nodes")
-			return len(regexp.MustCompile(`(?m)^pi\d +Ready +control-plane +\S+ +v1\.32\.4$`).FindAllString(nodes, -1)) == 3
+			return len(regexp.MustCompile(`(?m)^pi\d +Ready +control-plane +\S+ +`+regexp.QuoteMeta(apiserver.KubeVersion)+`$`).FindAllString(nodes, -1)) == 3
 		})
 		mustMatch(t, "get all -A -o wide", k.ok(t, "get", "all", "-A", "-o", "wide"),
 			`NAMESPACE +NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE +SELECTOR`,
