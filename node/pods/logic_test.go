@@ -190,3 +190,12 @@ func TestWaitingReason(t *testing.T) {
 		})
 	}
 }
+
+func TestListMessage(t *testing.T) {
+	if got := listMessage("containers with incomplete status", []string{"init1", "init2"}); got != "containers with incomplete status: [init1 init2]" {
+		t.Errorf("got %q", got)
+	}
+	if got := listMessage("containers with unready status", nil); got != "" {
+		t.Errorf("no containers: %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +31,13 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 	st.HostIP, st.HostIPs, st.PodIP, st.PodIPs = tmp.Status.HostIP, tmp.Status.HostIPs, tmp.Status.PodIP, tmp.Status.PodIPs
 
 	initDone := true
+	var incomplete, unready []string // as the kubelet names them in the conditions' messages
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := m.containerStatus(pod, ps, c, true)
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
+			incomplete = append(incomplete, c.Name)
 		} else {
 			cs.Ready = true // an init container that succeeded is ready, as the kubelet says
 		}
@@ -46,6 +49,7 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 		cs := m.containerStatus(pod, ps, c, false)
 		if !cs.Ready {
 			allReady = false
+			unready = append(unready, c.Name)
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
@@ -59,21 +63,22 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 			ready = false
 		}
 	}
-	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason}
+	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg}
 		if ok {
-			c.Status, c.Reason = corev1.ConditionTrue, ""
+			c.Status, c.Reason, c.Message = corev1.ConditionTrue, "", ""
 		}
 		c.LastTransitionTime = transitionTime(pod.Status.Conditions, t, c.Status)
 		return c
 	}
 	st.Conditions = append(st.Conditions,
-		cond(corev1.PodInitialized, initDone, "ContainersNotInitialized"),
-		cond(corev1.ContainersReady, allReady && initDone, "ContainersNotReady"),
-		cond(corev1.PodReady, ready, "ContainersNotReady"),
+		cond(corev1.PodInitialized, initDone, "ContainersNotInitialized", listMessage("containers with incomplete status", incomplete)),
+		cond(corev1.ContainersReady, allReady && initDone, "ContainersNotReady", listMessage("containers with unready status", unready)),
+		cond(corev1.PodReady, ready, "ContainersNotReady", listMessage("containers with unready status", unready)),
 	)
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		st.Conditions[1].Reason, st.Conditions[2].Reason = "PodCompleted", "PodCompleted"
+		st.Conditions[1].Message, st.Conditions[2].Message = "", ""
 	}
 	// Conditions others own (PodScheduled, readiness gates, DisruptionTarget) stay.
 	for _, c := range pod.Status.Conditions {
@@ -84,6 +89,15 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 		}
 	}
 	return st
+}
+
+// listMessage is a condition's message naming containers, as the
+// kubelet words it: "containers with unready status: [a b]"; "" for none.
+func listMessage(what string, names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return what + ": [" + strings.Join(names, " ") + "]"
 }
 
 func conditionTrue(cs []corev1.PodCondition, t corev1.PodConditionType) bool {
