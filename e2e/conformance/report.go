@@ -118,8 +118,21 @@ var failedLine = regexp.MustCompile(`(?m)^\s*\[(?:FAILED|PANICKED|TIMEDOUT|INTER
 // firstCause is the line of a failure's text that says what failed.
 func firstCause(body string) string {
 	line := ""
-	if m := failedLine.FindStringSubmatch(body); m != nil {
-		line = m[1]
+	if m := failedLine.FindStringSubmatchIndex(body); m != nil {
+		line = body[m[2]:m[3]]
+		// Gomega's "Expected\n    <string>: a\nto equal\n    <string>: b"
+		// continues on the lines below, up to the location line.
+		if rest := body[m[1]:]; strings.TrimSpace(line) == "Expected" || strings.HasSuffix(line, ":") {
+			for _, l := range strings.Split(rest, "\n") {
+				l = strings.TrimSpace(l)
+				if strings.HasPrefix(l, "In [") || strings.HasPrefix(l, "[") && strings.Contains(l, "] in [") {
+					break
+				}
+				if l != "" {
+					line += " " + l
+				}
+			}
+		}
 	}
 	if line == "" {
 		for _, l := range strings.Split(body, "\n") {

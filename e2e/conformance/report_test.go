@@ -207,6 +207,13 @@ more</failure></testcase></testsuite></testsuites>`
 	}
 }
 
+func TestFirstCauseOfGomega(t *testing.T) {
+	body := "  [FAILED] Expected\n      <string>: \n  to equal\n      <string>: containers with incomplete status: [init2]\n  In [It] at: k8s.io/x.go:565 @ 12/01/26\n"
+	if got, want := firstCause(body), "Expected <string>: to equal <string>: containers with incomplete status: [init2]"; got != want {
+		t.Errorf("firstCause = %q, want %q", got, want)
+	}
+}
+
 func TestCauseKey(t *testing.T) {
 	a := causeKey(`Timed out after 300.001s. pod "dns-test-1234" in namespace "dns-7428" not ready`)
 	b := causeKey(`Timed out after 300.120s. pod "dns-test-99" in namespace "dns-1" not ready`)
