@@ -68,22 +68,19 @@ func proxyTarget(segment string) (scheme, name, port string, err error) {
 	return scheme, name, port, nil
 }
 
-// proxiedPath is the escaped path after a proxy URL's "/proxy" ("" if it
-// ends there), and whether the URL has that segment.
-func proxiedPath(r *http.Request) (string, bool) {
+// proxiedPath is the escaped path after a proxy URL's "/proxy" segment
+// ("" if it ends there): /api/v1/namespaces/NS/RESOURCE/NAME/proxy is
+// seven segments, whatever the namespace and the object are called.
+func proxiedPath(r *http.Request) string {
 	p := r.URL.EscapedPath()
-	i := strings.Index(p, "/proxy")
-	for i >= 0 && i+len("/proxy") < len(p) && p[i+len("/proxy")] != '/' {
-		j := strings.Index(p[i+1:], "/proxy")
-		if j < 0 {
-			return "", false
+	for i, slashes := 0, 0; i < len(p); i++ {
+		if p[i] == '/' {
+			if slashes++; slashes == 8 {
+				return p[i:]
+			}
 		}
-		i += 1 + j
 	}
-	if i < 0 {
-		return "", false
-	}
-	return p[i+len("/proxy"):], true
+	return ""
 }
 
 // serveProxy serves an authorized pods/proxy or services/proxy request.
@@ -106,7 +103,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
-	path, _ := proxiedPath(r)
+	path := proxiedPath(r)
 	if path == "" {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			// As upstream: a read of .../proxy is sent to .../proxy/, so

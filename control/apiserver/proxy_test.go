@@ -79,6 +79,7 @@ func TestPodAndServiceProxy(t *testing.T) {
 	pod("pending", "")
 	pod("sneaky", "127.0.0.1")
 	pod("down", "10.42.0.9")
+	pod("proxy", "10.42.0.6") // a name that is also the subresource's
 
 	svc := func(name string, addrs map[string]bool) {
 		s := corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -108,6 +109,7 @@ func TestPodAndServiceProxy(t *testing.T) {
 		dialed                    string // the address dialed, if any
 	}{
 		{"pod, port 80", "GET", pods + "web/proxy/hello/a%2Fb?x=1&y=2", adminToken, 200, "method=GET path=/hello/a%2Fb query=x=1&y=2 body= auth=\"\"", "10.42.0.5:80"},
+		{"pod called proxy", "GET", pods + "proxy/proxy/proxy/x", adminToken, 200, "path=/proxy/x ", "10.42.0.6:80"},
 		{"pod, named port", "GET", pods + "web:http/proxy/", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
 		{"pod, no path: redirected", "GET", pods + "web:8080/proxy?method=GET", adminToken, 301, "", ""},
 		{"pod, no path, POST", "POST", pods + "web:8080/proxy", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
