@@ -41,6 +41,10 @@ func TestConfigValidate(t *testing.T) {
 		{"too many servers", Config{Servers: 8}, "--servers"},
 		{"negative agents", Config{Agents: -1}, "--agents"},
 		{"too many agents", Config{Agents: 41}, "--agents"},
+		{"a mirrored registry", Config{Mirrors: []string{"registry.k8s.io"}}, ""},
+		{"a mirror with a path", Config{Mirrors: []string{"registry.k8s.io/e2e"}}, "--mirror"},
+		{"the island's own name", Config{Mirrors: []string{RegistryHost}}, "--mirror"},
+		{"an empty mirror", Config{Mirrors: []string{""}}, "--mirror"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.cfg.validate()
