@@ -629,14 +629,14 @@ func TestDaemonSetUpdate(t *testing.T) {
 					}
 				}
 			}
-			e.eventually("rolled out: 3 new pods, ready and available", func() bool {
+			// With a surge, a node whose new pod sorts first (same second,
+			// smaller name) counts as updated before its old pod is deleted,
+			// as upstream counts it: wait for both.
+			e.eventually("rolled out: 3 new pods, ready and available, no old one", func() bool {
 				cur := e.getDS("agent")
-				return dsRolledOut(cur) && dsStatusIs(cur, 3, 3, 3, 3, 3, 0)
+				n, o := count()
+				return dsRolledOut(cur) && dsStatusIs(cur, 3, 3, 3, 3, 3, 0) && n == 3 && o == 0
 			})
-			n, o := count()
-			if n != 3 || o != 0 {
-				t.Fatalf("%d new and %d old pods after the rollout", n, o)
-			}
 			for node, pods := range e.dsPods(ds) {
 				if len(pods) != 1 || pods[0].Labels[dsPodGenerationLabel] != "2" || pods[0].Spec.Containers[0].Image != "agent:2" {
 					t.Errorf("node %s: %d pods, the first labeled %v", node, len(pods), pods[0].Labels)
