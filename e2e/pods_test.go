@@ -606,6 +606,18 @@ spec:
   containers:
   - {name: c, image: %[1]s, command: [sh, -c, "echo kept > /data/f; sleep 3600"], volumeMounts: [{name: d, mountPath: /data}]}
   volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: envs}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: %[1]s
+    env: [{name: WHO, value: "$(KUBERNETES_SERVICE_HOST)"}]
+    command: [sh, -c, "echo api at $(WHO):$(KUBERNETES_SERVICE_PORT) $(NOPE); env | grep ^KUBERNETES_SERVICE_ | sort; exit 3"]
+    terminationMessagePolicy: FallbackToLogsOnError
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
@@ -661,6 +673,24 @@ spec:
 		out, errOut := stdout.String(), stderr.String()
 		if err != nil || !strings.Contains(out, "got hi") || !strings.Contains(out, "bye") {
 			t.Fatalf("kubectl attach -i: %q, %q, %v", out, errOut, err)
+		}
+	})
+
+	// As the kubelet: the kubernetes Service's variables in every pod,
+	// $(VAR) in env and command expanded, the log's end as the message of
+	// a container that failed with FallbackToLogsOnError.
+	t.Run("Service variables, $(VAR) expansion, termination message from the log", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "envs", 60*time.Second, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		ip := b.kubectl.ok(t, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
+		port := b.kubectl.ok(t, "get", "service", "kubernetes", "-o", "jsonpath={.spec.ports[0].port}")
+		want := fmt.Sprintf("api at %[1]s:%[2]s $(NOPE)\nKUBERNETES_SERVICE_HOST=%[1]s\nKUBERNETES_SERVICE_PORT=%[2]s\nKUBERNETES_SERVICE_PORT_HTTPS=%[2]s\n", ip, port)
+		if out := b.kubectl.ok(t, "logs", "envs"); out != want {
+			t.Errorf("log %q, want %q", out, want)
+		}
+		cs := p.Status.ContainerStatuses
+		if len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 3 || cs[0].State.Terminated.Message != want {
+			t.Fatalf("container status %+v: want exit 3 and the log as the message", cs)
 		}
 	})
 

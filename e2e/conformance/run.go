@@ -119,7 +119,10 @@ func (c runConfig) run(ctx context.Context, p *pass) error {
 	}
 	defer os.RemoveAll(home)
 	args := []string{"--nodes=" + strconv.Itoa(p.nodes), "--timeout=" + c.timeout.String(), "--no-color",
-		"--focus=" + focus(p.specs), "--poll-progress-after=10m"}
+		"--focus=" + focus(p.specs), "--poll-progress-after=10m",
+		// A process that dies before it reports leaves only its own output
+		// to tell why: keep it in the log rather than in the spec reports.
+		"--output-interceptor-mode=none"}
 	args = append(args, c.tools.e2eTest, "--",
 		"--kubeconfig="+c.kubeconfig, "--provider=skeleton", "--kubectl-path=kubectl",
 		"--report-dir="+c.reportDir, "--report-prefix="+p.name+"_",

@@ -180,6 +180,8 @@ type Manager struct {
 	usage  usage
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	pods   cache.Indexer
+	// services feeds the Service variables of containers' environments.
+	services cache.SharedIndexInformer
 
 	mu    sync.Mutex
 	state map[types.UID]*podState
@@ -191,9 +193,9 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, rt: cfg.Runtime, log: cfg.Logger, state: map[types.UID]*podState{},
-		queue: workqueue.NewTypedDelayingQueue[types.UID]()}
+		queue: workqueue.NewTypedDelayingQueue[types.UID](), services: newServiceInformer(cfg.Client)}
 	vol, err := volumes.New(volumes.Config{PodsDir: filepath.Join(cfg.DataDir, "pods"), NodeName: cfg.NodeName,
-		Allocatable: cfg.Allocatable, Sources: apiSources{cfg.Client}, Logger: cfg.Logger})
+		Allocatable: cfg.Allocatable, Sources: apiSources{cfg.Client, m.services}, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("pods: %w", err)
 	}
@@ -229,6 +231,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	go inf.Run(ctx.Done())
+	go m.services.Run(ctx.Done())
 	go m.status.run(ctx)
 	go m.events.run(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {

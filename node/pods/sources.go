@@ -2,14 +2,42 @@ package pods
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // apiSources reads the objects pods refer to (volumes, env, pull
-// secrets) from the API, as the node is allowed to.
-type apiSources struct{ c *rest.RESTClient }
+// secrets) from the API, as the node is allowed to; the Services from an
+// informer of them all, as the kubelet keeps one.
+type apiSources struct {
+	c        *rest.RESTClient
+	services cache.SharedIndexInformer
+}
+
+// newServiceInformer watches all the cluster's Services, for the
+// variables of each container's environment.
+func newServiceInformer(c *rest.RESTClient) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, "services", "", fields.Everything()),
+		&corev1.Service{}, 0, cache.Indexers{})
+}
+
+func (s apiSources) Services(context.Context) ([]*corev1.Service, error) {
+	if !s.services.HasSynced() {
+		return nil, errors.New("the Services have not been read yet: no Service variables to give")
+	}
+	objs := s.services.GetStore().List()
+	out := make([]*corev1.Service, 0, len(objs))
+	for _, o := range objs {
+		if svc, ok := o.(*corev1.Service); ok {
+			out = append(out, svc)
+		}
+	}
+	return out, nil
+}
 
 func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
 	out := &corev1.ConfigMap{}

@@ -123,7 +123,7 @@ func (m *Manager) pullCredentials(ctx context.Context, pod *corev1.Pod) containe
 	if len(pod.Spec.ImagePullSecrets) == 0 {
 		return nil
 	}
-	src := apiSources{m.cfg.Client}
+	src := apiSources{m.cfg.Client, m.services}
 	var configs []map[string]containers.DockerAuth
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		s, err := src.Secret(ctx, pod.Namespace, ref.Name)
@@ -167,7 +167,7 @@ func (m *Manager) containerSpec(ctx context.Context, pod *corev1.Pod, ps *podSta
 			labelPodUID: string(pod.UID), labelPodNamespace: pod.Namespace, labelPodName: pod.Name,
 			labelContainer: c.Name, labelAttempt: strconv.Itoa(n), labelHash: specHash(c), labelImageID: img.ID,
 		},
-		Command: c.Command, Args: c.Args, Env: env, WorkingDir: c.WorkingDir,
+		Command: volumes.ExpandArgs(c.Command, env), Args: volumes.ExpandArgs(c.Args, env), Env: env, WorkingDir: c.WorkingDir,
 		Hostname:     podHostname(pod),
 		TTY:          c.TTY,
 		Stdin:        c.Stdin,

@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/logs"
 )
 
 func metaNow() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
@@ -247,7 +249,20 @@ func (m *Manager) terminationMessage(pod *corev1.Pod, c containers.Container, sp
 		}
 		return string(b)
 	}
-	return ""
+	if spec.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError || c.ExitCode == 0 {
+		return ""
+	}
+	// As the kubelet: the last 2 KiB of the log's last 80 lines.
+	var buf bytes.Buffer
+	path := m.logPath(pod.Namespace, pod.Name, pod.UID, spec.Name, attempt(c))
+	if err := logs.Read(context.Background(), path, logs.ReadOptions{TailLines: 80}, &buf); err != nil {
+		return "Error on reading termination message from logs: " + err.Error()
+	}
+	b := buf.Bytes()
+	if len(b) > 2048 {
+		b = b[len(b)-2048:]
+	}
+	return string(b)
 }
 
 // statusWriter writes pods' statuses when they change, one write per pod

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"k8s.io/apimachinery/pkg/util/remotecommand"
 )
 
 const (
@@ -45,9 +46,12 @@ var upgrader = websocket.Upgrader{
 // stdin and resize are moved into pipes, read by the session; the others
 // from the client are dropped.
 type channelConn struct {
-	ws  *websocket.Conn
-	v5  bool
-	log *slog.Logger
+	ws *websocket.Conn
+	v5 bool
+	// jsonStatus: the status channel carries a metav1.Status (v4, v5),
+	// not the text of a failure alone.
+	jsonStatus bool
+	log        *slog.Logger
 
 	// Incoming channels; nil writers for the ones not asked for.
 	stdinR, resizeR *io.PipeReader
@@ -60,10 +64,11 @@ type channelConn struct {
 // newChannelConn starts reading the upgraded connection ws.
 func newChannelConn(ws *websocket.Conn, stdin, tty bool, log *slog.Logger) *channelConn {
 	c := &channelConn{
-		ws:   ws,
-		v5:   ws.Subprotocol() == protocols[0],
-		log:  log,
-		done: make(chan struct{}),
+		ws:         ws,
+		v5:         ws.Subprotocol() == remotecommand.StreamProtocolV5Name,
+		jsonStatus: ws.Subprotocol() != remotecommand.StreamProtocolV1Name,
+		log:        log,
+		done:       make(chan struct{}),
 	}
 	if stdin {
 		c.stdinR, c.stdinW = io.Pipe()

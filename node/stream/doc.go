@@ -9,8 +9,11 @@
 //	GET /portForward/{namespace}/{pod}   (SPDY: see portforward.go)
 //
 // Logs are plain text (read by package logs from the container's log files),
-// flushed as they come when following. Exec and attach are WebSockets
-// speaking the Kubernetes channel protocol v5.channel.k8s.io (or v4): each
+// flushed as they come when following, or WebSocket messages when the
+// client asks for a WebSocket (binary.k8s.io, or base64.binary.k8s.io as
+// base64 text). Exec and attach are WebSockets speaking the Kubernetes
+// channel protocol v5.channel.k8s.io (or v4, or the first, channel.k8s.io,
+// whose status channel carries only a failure's text): each
 // binary message starts with its channel, 0 stdin, 1 stdout, 2 stderr,
 // 3 status, 4 terminal size ({"Width":80,"Height":24}), and in v5 the
 // message {255, channel} closes a channel (the client's stdin at its end).

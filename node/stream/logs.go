@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/isle-cluster/isle/node/logs"
 )
@@ -49,6 +54,10 @@ func (h *handler) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opt.Logger = h.log.With("target", t.String())
+	if websocket.IsWebSocketUpgrade(r) {
+		h.logsOverWebSocket(w, r, t, path, opt)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	out := &flushWriter{w: w, rc: http.NewResponseController(w), flush: opt.Follow}
 	if opt.Follow {
@@ -138,4 +147,70 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 		err = f.rc.Flush()
 	}
 	return n, err
+}
+
+// The subprotocols of logs over a WebSocket, as the API server serves
+// them: each piece of the log one message, binary or, with base64,
+// base64-encoded text. A client that names none gets binary.
+const (
+	logsBinary = "binary.k8s.io"
+	logsBase64 = "base64.binary.k8s.io"
+)
+
+var logsUpgrader = websocket.Upgrader{
+	Subprotocols:    []string{logsBinary, logsBase64},
+	WriteBufferPool: &sync.Pool{},
+	CheckOrigin:     upgrader.CheckOrigin,
+	Error:           upgrader.Error,
+}
+
+// logsOverWebSocket serves a log request that asks for a WebSocket: the log
+// as messages, then a normal close. The client's going ends it.
+func (h *handler) logsOverWebSocket(w http.ResponseWriter, r *http.Request, t target, path string, opt logs.ReadOptions) {
+	ws, err := logsUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		h.log.Info("stream: logs: WebSocket upgrade", "target", t.String(), "err", err) // answered by the upgrader
+		return
+	}
+	defer ws.Close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	closed := make(chan struct{})
+	go func() { // the client's messages are none of ours; its close ends the stream
+		defer close(closed)
+		defer cancel()
+		for {
+			if _, _, err := ws.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	out := &messageWriter{ws: ws, base64: ws.Subprotocol() == logsBase64}
+	if err := logs.Read(ctx, path, opt, out); err != nil && ctx.Err() == nil {
+		h.log.Warn("stream: container logs", "target", t.String(), "err", err)
+	}
+	deadline := time.Now().Add(closeTimeout)
+	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+	if err := ws.WriteControl(websocket.CloseMessage, msg, deadline); err == nil {
+		select {
+		case <-closed:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+}
+
+// messageWriter sends each Write as one WebSocket message.
+type messageWriter struct {
+	ws     *websocket.Conn
+	base64 bool
+}
+
+func (m *messageWriter) Write(p []byte) (int, error) {
+	if err := m.ws.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return 0, err
+	}
+	if m.base64 {
+		return len(p), m.ws.WriteMessage(websocket.TextMessage, []byte(base64.StdEncoding.EncodeToString(p)))
+	}
+	return len(p), m.ws.WriteMessage(websocket.BinaryMessage, p)
 }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/isle-cluster/isle/node/logs"
 )
@@ -157,5 +160,37 @@ func TestContainerLogsFollow(t *testing.T) {
 	rest, err := io.ReadAll(body)
 	if err != nil || string(rest) != "exiting" {
 		t.Errorf("end of the log %q (%v), want %q and the end", rest, err, "exiting")
+	}
+}
+
+// Logs over a WebSocket, as the API server serves them to clients that ask
+// (the conformance suite): the log in binary messages, or base64 text
+// with base64.binary.k8s.io, then a normal close.
+func TestContainerLogsWebSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "1.log")
+	writeContainerLog(t, path, logEpoch, "stdout:container is alive", "stderr:and well")
+	srv := newTestServer(t, fakePods{"ns/web/app": {LogPath: path}})
+	for _, tc := range []struct{ protocol, selected, want string }{
+		{"binary.k8s.io", "binary.k8s.io", "container is alive\nand well\n"},
+		{"", "", "container is alive\nand well\n"},
+		{"base64.binary.k8s.io", "base64.binary.k8s.io", base64.StdEncoding.EncodeToString([]byte("container is alive\nand well\n"))},
+	} {
+		t.Run("protocol "+tc.protocol, func(t *testing.T) {
+			got, selected := wsMessages(t, srv, "/containerLogs/ns/web/app", tc.protocol)
+			typ := websocket.BinaryMessage
+			if tc.protocol == "base64.binary.k8s.io" {
+				typ = websocket.TextMessage
+			}
+			var all strings.Builder
+			for _, m := range got {
+				if m.typ != typ {
+					t.Errorf("message %q of type %d, want %d", m.data, m.typ, typ)
+				}
+				all.WriteString(m.data)
+			}
+			if selected != tc.selected || all.String() != tc.want {
+				t.Errorf("protocol %q, log %q; want %q, %q", selected, all.String(), tc.selected, tc.want)
+			}
+		})
 	}
 }

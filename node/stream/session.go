@@ -27,8 +27,11 @@ const (
 	resizeChannel = remotecommand.StreamResize
 )
 
-// protocols are the subprotocols served, the preferred first.
-var protocols = []string{remotecommand.StreamProtocolV5Name, remotecommand.StreamProtocolV4Name}
+// protocols are the subprotocols served, the preferred first: v5 and v4,
+// and the first channel protocol (no version), whose status channel
+// carries only the text of a failure, which clients of its day and the
+// conformance suite's exec over WebSocket speak.
+var protocols = []string{remotecommand.StreamProtocolV5Name, remotecommand.StreamProtocolV4Name, remotecommand.StreamProtocolV1Name}
 
 // sessionOptions are the query parameters of exec and attach.
 type sessionOptions struct {
@@ -183,12 +186,21 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 	default:
 		log.Warn("stream: session failed", "err", err)
 	}
-	status, merr := json.Marshal(sessionStatus(op, code, err))
+	st := sessionStatus(op, code, err)
+	status, merr := json.Marshal(st)
 	if merr != nil {
 		panic(merr) // a metav1.Status always marshals
 	}
-	if _, err := c.writer(statusChannel).Write(status); err != nil {
-		log.Debug("stream: write status", "err", err)
+	if !c.jsonStatus {
+		status = nil
+		if st.Status != metav1.StatusSuccess {
+			status = []byte(st.Message)
+		}
+	}
+	if status != nil {
+		if _, err := c.writer(statusChannel).Write(status); err != nil {
+			log.Debug("stream: write status", "err", err)
+		}
 	}
 	log.Debug("stream: session ended", "exitCode", code)
 }

@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
@@ -246,8 +248,8 @@ func TestSessionRejected(t *testing.T) {
 		{"attach stdin without one", "GET", "/attach/ns/web/app?stdin=true", upgrade, 400, "has no stdin"},
 		{"no upgrade", "GET", "/exec/ns/web/app?command=ls&stdout=true", nil, 400, "want a WebSocket upgrade"},
 		{"old protocol", "GET", "/exec/ns/web/app?command=ls&stdout=true",
-			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Protocol": {"channel.k8s.io"}},
-			400, "v5.channel.k8s.io or v4.channel.k8s.io"},
+			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Protocol": {"v3.channel.k8s.io"}},
+			400, "v5.channel.k8s.io or v4.channel.k8s.io or channel.k8s.io"},
 		{"bad handshake", "GET", "/exec/ns/web/app?command=ls&stdout=true",
 			http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Protocol": {"v5.channel.k8s.io"}},
 			400, "WebSocket upgrade: websocket: "},
@@ -332,5 +334,53 @@ func TestReadSizesKeepsTheLatest(t *testing.T) {
 				t.Errorf("sizes %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// wsMessages dials path with a WebSocket speaking protocol and returns the
+// messages the server sends until it closes, as type and payload.
+func wsMessages(t *testing.T, srv *testServer, path, protocol string) (got []wsMessage, selected string) {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{protocol}}
+	if protocol == "" {
+		d.Subprotocols = nil
+	}
+	ws, resp, err := d.DialContext(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http")+path, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v (%v)", path, err, resp)
+	}
+	defer ws.Close()
+	for {
+		typ, b, err := ws.ReadMessage()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+				t.Fatalf("read %s: %v", path, err)
+			}
+			return got, ws.Subprotocol()
+		}
+		got = append(got, wsMessage{typ, string(b)})
+	}
+}
+
+type wsMessage struct {
+	typ  int
+	data string
+}
+
+// The first channel protocol, as the conformance suite's exec over
+// WebSocket speaks it: channel-numbered messages, and a status channel
+// that carries nothing on success and the failure's text otherwise.
+func TestExecChannelV1(t *testing.T) {
+	srv := newTestServer(t, sessionPods)
+	got, selected := wsMessages(t, srv, "/exec/ns/web/app?command=echo&command=remote+execution&stdout=1&stderr=1", "channel.k8s.io")
+	want := []wsMessage{{websocket.BinaryMessage, "\x01"}, {websocket.BinaryMessage, "\x01remote execution\n"}}
+	if selected != "channel.k8s.io" || !slices.Equal(got, want) {
+		t.Errorf("protocol %q, messages %+v; want channel.k8s.io, %+v", selected, got, want)
+	}
+	got, _ = wsMessages(t, srv, "/exec/ns/web/app?command=split&stdout=1&stderr=1", "channel.k8s.io")
+	want = []wsMessage{{websocket.BinaryMessage, "\x01"}, {websocket.BinaryMessage, "\x01to stdout\n"},
+		{websocket.BinaryMessage, "\x02to stderr\n"}, {websocket.BinaryMessage, "\x03command terminated with non-zero exit code: 3"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("messages %+v, want %+v", got, want)
 	}
 }

@@ -4,21 +4,25 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Env is the environment of container c of pod as KEY=VALUE strings, as
-// the kubelet computes it (Service variables aside): first envFrom, source
-// by source, each ConfigMap or Secret's keys in order and with the
-// source's prefix; then env in order. A later definition of a name
-// replaces the value of an earlier one and keeps its place. A literal
-// value has its $(VAR) references expanded from the variables defined
-// before it ($$ is a literal $, an unknown reference stays as it is);
-// values from valueFrom are not expanded.
+// the kubelet computes it: first envFrom, source by source, each ConfigMap
+// or Secret's keys in order and with the source's prefix; then env in
+// order; then the Service variables (serviceEnv) that neither defined. A
+// later definition of a name replaces the value of an earlier one and
+// keeps its place. A literal value has its $(VAR) references expanded
+// from the variables defined before it and the Service variables ($$ is a
+// literal $, an unknown reference stays as it is); values from valueFrom
+// are not expanded.
 //
 // A missing ConfigMap, Secret or key is an error naming it, unless its
 // reference is optional: then the variable (or the envFrom source) is
@@ -31,7 +35,18 @@ func (m *Manager) Env(ctx context.Context, pod *corev1.Pod, c *corev1.Container)
 	if c == nil {
 		return nil, fmt.Errorf("volumes: env of pod %s/%s: no container", pod.Namespace, pod.Name)
 	}
+	services, err := m.cfg.Sources.Services(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("volumes: env of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	svcEnv := serviceEnv(services, pod.Namespace, pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks)
 	var env envList
+	lookup := func(name string) (string, bool) {
+		if v, ok := env.lookup(name); ok {
+			return v, true
+		}
+		return svcEnv.lookup(name)
+	}
 	f := newFetcher(ctx, m.cfg.Sources, pod.Namespace)
 	for i := range c.EnvFrom {
 		if err := m.envFrom(f, &env, &c.EnvFrom[i]); err != nil {
@@ -44,7 +59,7 @@ func (m *Manager) Env(ctx context.Context, pod *corev1.Pod, c *corev1.Container)
 			return nil, fmt.Errorf("volumes: container %q: env[%d]: invalid name %q: %s", c.Name, i, ev.Name, msgs[0])
 		}
 		if ev.ValueFrom == nil {
-			env.set(ev.Name, expand(ev.Value, env.lookup))
+			env.set(ev.Name, expand(ev.Value, lookup))
 			continue
 		}
 		v, ok, err := m.valueFrom(f, pod, c, ev.ValueFrom)
@@ -55,7 +70,74 @@ func (m *Manager) Env(ctx context.Context, pod *corev1.Pod, c *corev1.Container)
 			env.set(ev.Name, v)
 		}
 	}
+	for _, n := range svcEnv.names {
+		if _, ok := env.lookup(n); !ok {
+			env.set(n, svcEnv.values[n])
+		}
+	}
 	return env.strings(), nil
+}
+
+// masterServices are the Services of the default namespace whose
+// variables every pod gets, enableServiceLinks or not: in-cluster clients
+// find the API server by KUBERNETES_SERVICE_HOST and _PORT.
+var masterServices = []string{"kubernetes"}
+
+// serviceEnv is the variables that tell a pod of namespace where the
+// Services are, as the kubelet makes them: for each Service with a
+// cluster IP (the master Services of the default namespace always; the
+// namespace's own if links is set), NAME_SERVICE_HOST, NAME_SERVICE_PORT
+// (the first port) and NAME_SERVICE_PORT_PORTNAME for each named port,
+// and Docker's link variables (NAME_PORT=tcp://ip:port for the first
+// port; NAME_PORT_<port>_<PROTO> with _PROTO, _PORT and _ADDR for each).
+// NAME is the Service's name upper-cased with - as _. A Service of the
+// pod's namespace wins over a master Service of the same name. Names in
+// sorted order.
+func serviceEnv(services []*corev1.Service, namespace string, links bool) *envList {
+	chosen := map[string]*corev1.Service{}
+	for _, s := range services {
+		if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone || len(s.Spec.Ports) == 0 {
+			continue
+		}
+		switch {
+		case s.Namespace == namespace && links:
+			chosen[s.Name] = s
+		case s.Namespace == metav1.NamespaceDefault && slices.Contains(masterServices, s.Name):
+			if _, ok := chosen[s.Name]; !ok {
+				chosen[s.Name] = s
+			}
+		}
+	}
+	var all envList
+	for _, name := range slices.Sorted(maps.Keys(chosen)) {
+		s := chosen[name]
+		prefix := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		ip := s.Spec.ClusterIP
+		all.set(prefix+"_SERVICE_HOST", ip)
+		all.set(prefix+"_SERVICE_PORT", strconv.Itoa(int(s.Spec.Ports[0].Port)))
+		for _, p := range s.Spec.Ports {
+			if p.Name != "" {
+				all.set(prefix+"_SERVICE_PORT_"+strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), strconv.Itoa(int(p.Port)))
+			}
+		}
+		for i, p := range s.Spec.Ports {
+			proto := string(p.Protocol)
+			if proto == "" {
+				proto = string(corev1.ProtocolTCP)
+			}
+			port := strconv.Itoa(int(p.Port))
+			url := strings.ToLower(proto) + "://" + net.JoinHostPort(ip, port)
+			if i == 0 {
+				all.set(prefix+"_PORT", url)
+			}
+			pp := prefix + "_PORT_" + port + "_" + strings.ToUpper(proto)
+			all.set(pp, url)
+			all.set(pp+"_PROTO", strings.ToLower(proto))
+			all.set(pp+"_PORT", port)
+			all.set(pp+"_ADDR", ip)
+		}
+	}
+	return &all
 }
 
 // envFrom adds the variables of one envFrom source.
@@ -243,4 +325,19 @@ func envMap(env []string) func(string) (string, bool) {
 		}
 		return "", false
 	}
+}
+
+// ExpandArgs is a container's command or args with their $(VAR)
+// references expanded from env (as Env gives it), as the kubelet expands
+// them; nil stays nil.
+func ExpandArgs(args []string, env []string) []string {
+	if args == nil {
+		return nil
+	}
+	lookup := envMap(env)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = expand(a, lookup)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestExpand(t *testing.T) {
@@ -129,6 +131,96 @@ func TestEnv(t *testing.T) {
 	}
 	if src.gets > 4 { // cfg, creds, gone (configmap), gone (secret): each once
 		t.Errorf("%d lookups, want each object looked up once", src.gets)
+	}
+}
+
+// The Service variables, as the kubelet gives them: the pod's namespace's
+// Services (unless enableServiceLinks is false) and the kubernetes
+// Service of the default namespace always; env and envFrom win over them,
+// and env values may refer to them.
+func TestEnvServices(t *testing.T) {
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+	}
+	src := newFakeSources()
+	src.services = []*corev1.Service{
+		svc("default", "kubernetes", "10.43.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}),
+		svc("default", "web-front", "10.43.0.20", corev1.ServicePort{Name: "http", Port: 80},
+			corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP}),
+		svc("default", "headless", corev1.ClusterIPNone, corev1.ServicePort{Port: 80}),
+		svc("default", "outside", "", corev1.ServicePort{Port: 80}), // ExternalName
+		svc("other", "db", "10.43.0.30", corev1.ServicePort{Port: 5432}),
+		svc("other", "kubernetes", "10.43.0.40", corev1.ServicePort{Port: 8443}), // not the API server
+	}
+	m, _ := newManager(t, src)
+	all := func(t *testing.T, ns string, links *bool, env ...corev1.EnvVar) []string {
+		t.Helper()
+		pod := testPod()
+		pod.Namespace, pod.Spec.EnableServiceLinks = ns, links
+		c := &pod.Spec.Containers[0]
+		c.Env = env
+		out, err := m.Env(context.Background(), pod, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	api := []string{"KUBERNETES_SERVICE_HOST=10.43.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_SERVICE_PORT_HTTPS=443",
+		"KUBERNETES_PORT=tcp://10.43.0.1:443", "KUBERNETES_PORT_443_TCP=tcp://10.43.0.1:443", "KUBERNETES_PORT_443_TCP_PROTO=tcp",
+		"KUBERNETES_PORT_443_TCP_PORT=443", "KUBERNETES_PORT_443_TCP_ADDR=10.43.0.1"}
+	web := []string{"WEB_FRONT_SERVICE_HOST=10.43.0.20", "WEB_FRONT_SERVICE_PORT=80", "WEB_FRONT_SERVICE_PORT_HTTP=80",
+		"WEB_FRONT_SERVICE_PORT_DNS_UDP=53", "WEB_FRONT_PORT=tcp://10.43.0.20:80", "WEB_FRONT_PORT_80_TCP=tcp://10.43.0.20:80",
+		"WEB_FRONT_PORT_80_TCP_PROTO=tcp", "WEB_FRONT_PORT_80_TCP_PORT=80", "WEB_FRONT_PORT_80_TCP_ADDR=10.43.0.20",
+		"WEB_FRONT_PORT_53_UDP=udp://10.43.0.20:53", "WEB_FRONT_PORT_53_UDP_PROTO=udp", "WEB_FRONT_PORT_53_UDP_PORT=53",
+		"WEB_FRONT_PORT_53_UDP_ADDR=10.43.0.20"}
+	t.Run("default namespace", func(t *testing.T) {
+		if got, want := all(t, "default", nil), append(slices.Clone(api), web...); !slices.Equal(got, want) {
+			t.Errorf("env:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("enableServiceLinks false", func(t *testing.T) {
+		if got := all(t, "default", ptr(false)); !slices.Equal(got, api) {
+			t.Errorf("env:\n got %q\nwant %q", got, api)
+		}
+	})
+	t.Run("another namespace's own kubernetes Service wins", func(t *testing.T) {
+		got := all(t, "other", nil)
+		want := []string{"DB_SERVICE_HOST=10.43.0.30", "DB_SERVICE_PORT=5432", "DB_PORT=tcp://10.43.0.30:5432",
+			"DB_PORT_5432_TCP=tcp://10.43.0.30:5432", "DB_PORT_5432_TCP_PROTO=tcp", "DB_PORT_5432_TCP_PORT=5432",
+			"DB_PORT_5432_TCP_ADDR=10.43.0.30", "KUBERNETES_SERVICE_HOST=10.43.0.40", "KUBERNETES_SERVICE_PORT=8443",
+			"KUBERNETES_PORT=tcp://10.43.0.40:8443", "KUBERNETES_PORT_8443_TCP=tcp://10.43.0.40:8443",
+			"KUBERNETES_PORT_8443_TCP_PROTO=tcp", "KUBERNETES_PORT_8443_TCP_PORT=8443", "KUBERNETES_PORT_8443_TCP_ADDR=10.43.0.40"}
+		if !slices.Equal(got, want) {
+			t.Errorf("env:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("env wins and refers to them", func(t *testing.T) {
+		got := all(t, "default", ptr(false), corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "api.local"},
+			corev1.EnvVar{Name: "URL", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"})
+		want := append([]string{"KUBERNETES_SERVICE_HOST=api.local", "URL=https://api.local:443"}, api[1:]...)
+		if !slices.Equal(got, want) {
+			t.Errorf("env:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("not read yet", func(t *testing.T) {
+		src.servicesErr = errors.New("the Services have not been read yet")
+		defer func() { src.servicesErr = nil }()
+		pod := testPod()
+		if _, err := m.Env(context.Background(), pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "not been read") {
+			t.Errorf("err %v, want the Services' error", err)
+		}
+	})
+}
+
+func TestExpandArgs(t *testing.T) {
+	env := []string{"A=alpha", "B=beta"}
+	if got := ExpandArgs(nil, env); got != nil {
+		t.Errorf("nil args: %q", got)
+	}
+	got := ExpandArgs([]string{"sh", "-c", "echo $(A) $(B) $$(A) $(C)"}, env)
+	if want := []string{"sh", "-c", "echo alpha beta $(A) $(C)"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

@@ -24,7 +24,10 @@ type fakeSources struct {
 	secrets    map[string]*corev1.Secret
 	claims     map[string]*corev1.PersistentVolumeClaim
 	volumes    map[string]*corev1.PersistentVolume
-	gets       int
+	services   []*corev1.Service
+	// servicesErr, if set, is what Services answers (not read yet).
+	servicesErr error
+	gets        int
 }
 
 var _ Sources = (*fakeSources)(nil)
@@ -66,6 +69,12 @@ func (s *fakeSources) PersistentVolumeClaim(_ context.Context, ns, name string) 
 
 func (s *fakeSources) PersistentVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
 	return get(s, s.volumes, name, "persistentvolumes")
+}
+
+func (s *fakeSources) Services(context.Context) ([]*corev1.Service, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.services, s.servicesErr
 }
 
 func (s *fakeSources) addConfigMap(name string, data map[string]string) {

@@ -18,6 +18,9 @@ type Sources interface {
 	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
+	// Services are all the cluster's Services, for the variables that
+	// tell a pod where they are; an error if they are not known yet.
+	Services(ctx context.Context) ([]*corev1.Service, error)
 }
 
 // notFoundError says that an object is missing, as a user reads it
