@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -566,6 +567,16 @@ func TestStatusSubresource(t *testing.T) {
 		t.Errorf("rv %s (update said %s), generation %d", got.ResourceVersion, rvOf(out), got.Generation)
 	}
 
+	// Its annotations may change, as in Kubernetes; its labels not (above).
+	ann := got.DeepCopy()
+	ann.Annotations = map[string]string{"patched": "true"}
+	if _, err := e.Update(e.ctx, deploys, "default", "d", "status", ann, registry.WriteOptions{}); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	if got = e.get(t, deploys, "default", "d").(*appsv1.Deployment); got.Annotations["patched"] != "true" {
+		t.Errorf("a Deployment's status update dropped its annotation: %v", got.Annotations)
+	}
+
 	// A main-resource write that changes status keeps the stored status.
 	main := got.DeepCopy()
 	main.Spec.Replicas = ptr(int32(4))
@@ -1074,4 +1085,42 @@ func statusCode(err error) int32 {
 		return s.Status().Code
 	}
 	return 0
+}
+
+// Which metadata a status write may change: a Job's (or a namespace's)
+// labels and annotations, as in Kubernetes; a pod's none, since the boards
+// write pods' status.
+func TestStatusWriteMetadata(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name string
+		res  *registry.Resource
+		ns   string
+		obj  runtime.Object
+		keep bool
+	}{
+		{"namespace", e.res(t, "", "v1", "namespaces"), "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, true},
+		{"pod", e.pods(t), "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created := e.create(t, tc.res, tc.ns, tc.obj)
+			m, _ := meta.Accessor(created)
+			_, err := e.Mutate(e.ctx, tc.res, tc.ns, m.GetName(), "status", func(o runtime.Object) error {
+				om, _ := meta.Accessor(o)
+				om.SetLabels(map[string]string{"app": "other"})
+				om.SetAnnotations(map[string]string{"patched": "true"})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gm, _ := meta.Accessor(e.get(t, tc.res, tc.ns, m.GetName()))
+			kept := gm.GetLabels()["app"] == "other" && gm.GetAnnotations()["patched"] == "true"
+			changed := gm.GetLabels()["app"] != "" || gm.GetAnnotations()["patched"] != ""
+			if tc.keep && !kept || !tc.keep && changed {
+				t.Errorf("labels %v, annotations %v after a status write; want them changed: %v", gm.GetLabels(), gm.GetAnnotations(), tc.keep)
+			}
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -281,10 +282,7 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 		}
 	case "status":
 		copySpec(obj, old)
-		nm.SetLabels(om.GetLabels())
-		nm.SetAnnotations(om.GetAnnotations())
-		nm.SetFinalizers(om.GetFinalizers())
-		nm.SetOwnerReferences(om.GetOwnerReferences())
+		resetMetaForStatus(r, nm, om)
 	}
 	nm.SetName(om.GetName())
 	nm.SetNamespace(om.GetNamespace())
@@ -319,6 +317,26 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 		return invalid(r, nm.GetName(), errs)
 	}
 	return nil
+}
+
+// resetMetaForStatus carries over the metadata that an update of a
+// resource's status may not change. As in Kubernetes, a status update may
+// change labels, annotations, finalizers and owners (the conformance
+// suite patches annotations through jobs/status and namespaces/status),
+// except a Deployment's labels; the status of pods and nodes, which the
+// boards' credentials write, changes none of them, so that a board cannot
+// relabel a pod into another Service or itself into another role.
+func resetMetaForStatus(r *Resource, nm, om metav1.Object) {
+	gr := r.GroupVersionResource.GroupResource()
+	switch gr {
+	case schema.GroupResource{Resource: "pods"}, schema.GroupResource{Resource: "nodes"}:
+		nm.SetLabels(om.GetLabels())
+		nm.SetAnnotations(om.GetAnnotations())
+		nm.SetFinalizers(om.GetFinalizers())
+		nm.SetOwnerReferences(om.GetOwnerReferences())
+	case schema.GroupResource{Group: "apps", Resource: "deployments"}:
+		nm.SetLabels(om.GetLabels())
+	}
 }
 
 // maxRetries bounds how often a write without a precondition is tried
