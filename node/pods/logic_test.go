@@ -1,14 +1,19 @@
 package pods
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/node/containers"
+	"github.com/isle-cluster/isle/node/logs"
 )
 
 func TestBackoff(t *testing.T) {
@@ -197,5 +202,53 @@ func TestListMessage(t *testing.T) {
 	}
 	if got := listMessage("containers with unready status", nil); got != "" {
 		t.Errorf("no containers: %q", got)
+	}
+}
+
+// The termination message: the file the container wrote, else, with
+// FallbackToLogsOnError and a failure, the end of its log (80 lines, then
+// 2 KiB at most), as the kubelet gives it.
+func TestTerminationMessage(t *testing.T) {
+	m := &Manager{cfg: Config{DataDir: t.TempDir()}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+	spec := &corev1.Container{Name: "c", TerminationMessagePath: "/dev/termination-log"}
+	c := containers.Container{Labels: map[string]string{labelAttempt: "2"}, ExitCode: 1}
+
+	logPath := m.logPath("ns", "p", pod.UID, "c", 2)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := logs.NewWriter(logPath, 1<<20, 2, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(w.Stream("stdout"), "line %03d %s\n", i, strings.Repeat("x", 30)) // 40 bytes
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.terminationMessage(pod, c, spec); got != "" {
+		t.Errorf("policy File: %q, want none", got)
+	}
+	spec.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	got := m.terminationMessage(pod, c, spec)
+	if want := strings.Repeat("x", 30) + "\nline 100 "; len(got) != 2048 || !strings.Contains(got, want) || strings.Contains(got, "line 048") {
+		t.Errorf("fallback to the log: %q, want the last 2 KiB of its last 80 lines", got)
+	}
+	c.ExitCode = 0
+	if got := m.terminationMessage(pod, c, spec); got != "" {
+		t.Errorf("success: %q, want none", got)
+	}
+	c.ExitCode = 1
+	f := filepath.Join(m.podDir(pod.UID), "termination", "c-2")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte("written by the container"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.terminationMessage(pod, c, spec); got != "written by the container" {
+		t.Errorf("with the file: %q", got)
 	}
 }
