@@ -618,6 +618,13 @@ spec:
     env: [{name: WHO, value: "$(KUBERNETES_SERVICE_HOST)"}]
     command: [sh, -c, "echo api at $(WHO):$(KUBERNETES_SERVICE_PORT) $(NOPE); env | grep ^KUBERNETES_SERVICE_ | sort; exit 3"]
     terminationMessagePolicy: FallbackToLogsOnError
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: %[1]s, command: [sleep, "3600"]}]
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
@@ -691,6 +698,19 @@ spec:
 		cs := p.Status.ContainerStatuses
 		if len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 3 || cs[0].State.Terminated.Message != want {
 			t.Fatalf("container status %+v: want exit 3 and the log as the message", cs)
+		}
+	})
+
+	t.Run("a deadline set on a running pod fails it", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "deadline", 60*time.Second, "Running", isRunning)
+		b.kubectl.ok(t, "patch", "pod", "deadline", "-p", `{"spec":{"activeDeadlineSeconds":2}}`)
+		p := b.waitPod(t, "deadline", 30*time.Second, "Failed with DeadlineExceeded", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded" && len(cs) == 1 && cs[0].State.Terminated != nil
+		})
+		if p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+			t.Errorf("message %q", p.Status.Message)
 		}
 	})
 

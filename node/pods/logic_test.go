@@ -252,3 +252,29 @@ func TestTerminationMessage(t *testing.T) {
 		t.Errorf("with the file: %q", got)
 	}
 }
+
+func TestActiveDeadline(t *testing.T) {
+	start := metav1.NewTime(time.Unix(1000, 0))
+	now := time.Unix(1003, 0)
+	for _, tc := range []struct {
+		name     string
+		ads      *int64
+		psStart  *metav1.Time
+		podStart *metav1.Time
+		left     time.Duration
+		ok       bool
+	}{
+		{"no deadline", nil, &start, &start, 0, false},
+		{"not started", new(int64(5)), nil, nil, 0, false},
+		{"running", new(int64(5)), &start, nil, 2 * time.Second, true},
+		{"from the API's start time", new(int64(5)), nil, &start, 2 * time.Second, true},
+		{"past", new(int64(1)), &start, nil, -2 * time.Second, true},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{ActiveDeadlineSeconds: tc.ads}, Status: corev1.PodStatus{StartTime: tc.podStart}}
+		ps := newPodState("u", "ns", "p")
+		ps.startTime = tc.psStart
+		if left, ok := activeDeadline(pod, ps, now); left != tc.left || ok != tc.ok {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, left, ok, tc.left, tc.ok)
+		}
+	}
+}

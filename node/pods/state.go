@@ -57,8 +57,14 @@ type podState struct {
 	startTime *metav1.Time
 	// terminating: the pod is being stopped (its goroutine runs).
 	terminating atomic.Bool
-	// podFailed: restartPolicy Never and an init container failed.
-	podFailed bool
+	// podFailed: restartPolicy Never and an init container failed, or the
+	// pod outlived its activeDeadlineSeconds; failReason and failMessage
+	// are the pod's status.reason and message then, if any.
+	podFailed               bool
+	failReason, failMessage string
+	// killing: the containers of a pod failed by its deadline are being
+	// stopped.
+	killing atomic.Bool
 }
 
 func newPodState(uid types.UID, namespace, name string) *podState {

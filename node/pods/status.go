@@ -59,6 +59,12 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 	if isTerminal(pod) && st.Phase != pod.Status.Phase {
 		st.Phase = pod.Status.Phase // a finished pod stays finished
 	}
+	switch {
+	case ps.failReason != "":
+		st.Reason, st.Message = ps.failReason, ps.failMessage
+	case isTerminal(pod):
+		st.Reason, st.Message = pod.Status.Reason, pod.Status.Message
+	}
 	ready := allReady && initDone && st.Phase == corev1.PodRunning
 	for _, g := range pod.Spec.ReadinessGates {
 		if !conditionTrue(pod.Status.Conditions, g.ConditionType) {

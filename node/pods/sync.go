@@ -41,10 +41,27 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 	if ps.terminating.Load() {
 		return nil
 	}
+	if !isTerminal(pod) && !ps.podFailed {
+		if left, ok := activeDeadline(pod, ps, time.Now()); ok && left <= 0 {
+			ps.podFailed, ps.failReason, ps.failMessage = true, deadlineReason, deadlineMessage
+			m.events.normal(pod, deadlineReason, deadlineMessage)
+		} else if ok {
+			m.queue.AddAfter(uid, left)
+		}
+	}
 	if isTerminal(pod) || ps.podFailed {
 		// Done: nothing restarts. Its containers stay for their logs until
-		// the pod is deleted.
+		// the pod is deleted; those of a pod past its deadline are stopped.
 		m.stopProbes(ps, nil)
+		if ps.failReason == deadlineReason && hasRunning(ps) && ps.killing.CompareAndSwap(false, true) {
+			go func() {
+				defer ps.killing.Store(false)
+				if err := m.kill(ctx, pod, ps); err != nil {
+					m.log.Warn("pods: stop a pod past its deadline", "pod", ps.key(), "err", err)
+					m.queue.AddAfter(uid, 2*time.Second)
+				}
+			}()
+		}
 		m.status.set(pod, m.podStatus(pod, ps))
 		return nil
 	}
@@ -54,6 +71,38 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		m.queue.AddAfter(uid, next)
 	}
 	return err
+}
+
+// A pod active longer than its activeDeadlineSeconds fails, as the
+// kubelet words it.
+const (
+	deadlineReason  = "DeadlineExceeded"
+	deadlineMessage = "Pod was active on the node longer than the specified deadline"
+)
+
+// activeDeadline is how long pod may still run by its
+// activeDeadlineSeconds, counted from its start; ok is false when it has
+// no deadline or has not started.
+func activeDeadline(pod *corev1.Pod, ps *podState, now time.Time) (left time.Duration, ok bool) {
+	ads := pod.Spec.ActiveDeadlineSeconds
+	start := ps.startTime
+	if start == nil {
+		start = pod.Status.StartTime
+	}
+	if ads == nil || start == nil {
+		return 0, false
+	}
+	return start.Add(time.Duration(*ads) * time.Second).Sub(now), true
+}
+
+// hasRunning says whether any container of the pod has not exited.
+func hasRunning(ps *podState) bool {
+	for _, c := range ps.all() {
+		if c.State != containers.Exited {
+			return true
+		}
+	}
+	return false
 }
 
 func isTerminal(p *corev1.Pod) bool {
