@@ -625,6 +625,18 @@ metadata: {name: deadline}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: %[1]s, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: nonroot-message}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sh, -c, "echo -n DONE > /dev/termination-custom-log"]
+    terminationMessagePath: /dev/termination-custom-log
+    securityContext: {runAsUser: 10000}
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
@@ -698,6 +710,17 @@ spec:
 		cs := p.Status.ContainerStatuses
 		if len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 3 || cs[0].State.Terminated.Message != want {
 			t.Fatalf("container status %+v: want exit 3 and the log as the message", cs)
+		}
+	})
+
+	t.Run("a user that is not root writes the termination message", func(t *testing.T) {
+		t.Parallel()
+		p := b.waitPod(t, "nonroot-message", 60*time.Second, "Succeeded", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		})
+		cs := p.Status.ContainerStatuses
+		if p.Status.Phase != corev1.PodSucceeded || len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Message != "DONE" {
+			t.Fatalf("phase %s, container statuses %+v: want Succeeded with the message DONE", p.Status.Phase, cs)
 		}
 	})
 

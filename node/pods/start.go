@@ -195,7 +195,11 @@ func (m *Manager) containerSpec(ctx context.Context, pod *corev1.Pod, ps *podSta
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			return s, fmt.Errorf("pods: termination message file: %w", err)
 		}
+		// Writable by any user the container runs as, past the umask.
 		if err := os.WriteFile(f, nil, 0o666); err != nil {
+			return s, fmt.Errorf("pods: termination message file: %w", err)
+		}
+		if err := os.Chmod(f, 0o666); err != nil {
 			return s, fmt.Errorf("pods: termination message file: %w", err)
 		}
 		s.Mounts = append(s.Mounts, containers.Mount{Source: f, Destination: tm})
