@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -260,6 +261,10 @@ func applySecurity(s *containers.Spec, pod *corev1.Pod, c *corev1.Container) err
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		s.RunAsUser, s.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
 		s.SupplementalGroups = psc.SupplementalGroups
+		// The fsGroup owns the pod's volumes: its processes are in it.
+		if g := psc.FSGroup; g != nil && !slices.Contains(s.SupplementalGroups, *g) {
+			s.SupplementalGroups = append(slices.Clone(s.SupplementalGroups), *g)
+		}
 		if psc.RunAsNonRoot != nil && *psc.RunAsNonRoot && s.RunAsUser != nil && *s.RunAsUser == 0 {
 			return errors.New("container's runAsUser breaks non-root policy")
 		}

@@ -165,6 +165,9 @@ func sameContents(ts string, p payload) bool {
 		if fi.Mode().Perm() != want.mode || fi.Size() != int64(len(want.data)) {
 			return errDiffer
 		}
+		if gid, ok := fileGroup(fi); want.group != nil && (!ok || gid != *want.group) {
+			return errDiffer
+		}
 		got, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -236,6 +239,9 @@ func writeFile(path string, f file) error {
 		return err
 	}
 	_, err = w.Write(f.data)
+	if err == nil && f.group != nil {
+		err = w.Chown(-1, int(*f.group))
+	}
 	if err == nil {
 		err = w.Chmod(f.mode)
 	}

@@ -181,6 +181,13 @@ func (m *Manager) setupFiles(pod *corev1.Pod, kind, name string, memory bool, p 
 			return "", err
 		}
 	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		// As the kubelet: the pod's fsGroup owns the files and may read them.
+		for path, f := range p {
+			f.group, f.mode = sc.FSGroup, f.mode|0o440
+			p[path] = f
+		}
+	}
 	changed, err := writeAtomic(dir, p)
 	if err != nil {
 		return "", err

@@ -13,6 +13,8 @@ import (
 type file struct {
 	data []byte
 	mode os.FileMode
+	// group owns the file when set (the pod's fsGroup); else the agent's.
+	group *int64
 }
 
 // payload is the files of such a volume by their path in it.

@@ -516,3 +516,38 @@ func TestPersistentVolumeClaim(t *testing.T) {
 		t.Errorf("ephemeral: %q %v", paths, err)
 	}
 }
+
+// With an fsGroup, the pod's group owns the files of a Secret volume and
+// may read them, as the kubelet sets them (defaultMode 0400 becomes 0440);
+// a second Setup finds them as they should be and writes nothing.
+func TestSecretVolumeFSGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test gives files to another group: run it as root")
+		}
+		t.Skip("needs root to change a file's group")
+	}
+	src := newFakeSources()
+	src.addSecret("creds", map[string]string{"password": "hunter2"})
+	m, _ := newManager(t, src)
+	pod := testPod(vol("creds", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds", DefaultMode: ptr[int32](0o400)}}))
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr[int64](1001)}
+	paths, err := m.Setup(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(paths["creds"], "password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gid, _ := fileGroup(fi); mode(fi) != 0o440 || gid != 1001 {
+		t.Errorf("mode %v, group %d; want 0440 and 1001", fi.Mode(), gid)
+	}
+	before, _ := os.Readlink(filepath.Join(paths["creds"], dataLink))
+	if _, err := m.Setup(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(paths["creds"], dataLink)); after != before {
+		t.Errorf("a second Setup wrote the files again: %s, then %s", before, after)
+	}
+}

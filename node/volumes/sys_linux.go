@@ -262,3 +262,12 @@ func makeMountTarget(target string, dir bool) error {
 	}
 	return f.Close()
 }
+
+// fileGroup is the group that owns a file.
+func fileGroup(fi fs.FileInfo) (int64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int64(st.Gid), true
+}

@@ -5,6 +5,7 @@ package volumes
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Volumes are mounted on Linux only; elsewhere the package builds, and
@@ -16,3 +17,4 @@ func isTmpfs(dir string) (bool, error)                        { return false, er
 func UnmountUnder(dir string) error                           { return errNotLinux }
 func diskUsage(dir string) (int64, error)                     { return 0, errNotLinux }
 func bindSubPath(root, sub, target string, create bool) error { return errNotLinux }
+func fileGroup(fi fs.FileInfo) (int64, bool)                  { return 0, false }
