@@ -144,18 +144,23 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 		case <-ctx.Done():
 		}
 	}()
-	// An empty message on the first output channel tells the client that
-	// the session stands, as the kubelet does.
-	first := byte(statusChannel)
-	switch {
-	case opts.stdout:
-		first = stdoutChannel
-	case opts.stderr:
-		first = stderrChannel
-	}
-	if _, err := c.writer(first).Write(nil); err != nil {
-		log.Debug("stream: session ended before it began", "err", err)
-		return
+	// An empty message on the first output channel tells a client of the
+	// older protocols that the session stands, as the kubelet does. v5's
+	// clients (kubectl 1.30 on) need none, and kubectl up to 1.33 drops a
+	// message that comes before it has made its streams, with an error
+	// line ("Unknown stream id 1").
+	if !c.v5 {
+		first := byte(statusChannel)
+		switch {
+		case opts.stdout:
+			first = stdoutChannel
+		case opts.stderr:
+			first = stderrChannel
+		}
+		if _, err := c.writer(first).Write(nil); err != nil {
+			log.Debug("stream: session ended before it began", "err", err)
+			return
+		}
 	}
 
 	s := Streams{TTY: opts.tty}

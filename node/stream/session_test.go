@@ -384,3 +384,13 @@ func TestExecChannelV1(t *testing.T) {
 		t.Errorf("messages %+v, want %+v", got, want)
 	}
 }
+
+// v5 sends no empty first message: kubectl up to 1.33 would log it as
+// from an unknown stream.
+func TestExecV5NoEmptyMessage(t *testing.T) {
+	srv := newTestServer(t, sessionPods)
+	got, _ := wsMessages(t, srv, "/exec/ns/web/app?command=echo&command=hi&stdout=1", "v5.channel.k8s.io")
+	if len(got) != 2 || got[0].data != "\x01hi\n" || !strings.HasPrefix(got[1].data, "\x03{") {
+		t.Errorf("messages %+v, want stdout's line, then the status", got)
+	}
+}
