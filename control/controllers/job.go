@@ -24,7 +24,7 @@ import (
 )
 
 // jobs runs the pods of batch/v1 Jobs to completion, as Kubernetes' Job
-// controller does in 1.32 with its default features:
+// controller does in 1.33 with its default features:
 //   - pods are made from the template with a controller reference and the
 //     batch.kubernetes.io/job-tracking finalizer, named <job>-<random>;
 //     Indexed Jobs give each pod a completion index (annotation and label
@@ -48,6 +48,24 @@ import (
 //     BackoffLimitExceeded, DeadlineExceeded); enough completions complete
 //     it: SuccessCriteriaMet, then Complete (reason CompletionsReached) and
 //     completionTime once no pod is left running or uncounted;
+//   - a podFailurePolicy judges each failed pod (phase Failed; a pod being
+//     deleted is replaced only once it failed) by its first rule that
+//     matches its containers' exit codes or its conditions: FailJob fails
+//     the Job (reason PodFailurePolicy), Ignore leaves the failure
+//     uncounted, FailIndex fails the pod's index, Count (or no match)
+//     counts it;
+//   - with backoffLimitPerIndex (Indexed Jobs) each index has its own
+//     failure count, carried from pod to replacement in the annotation
+//     batch.kubernetes.io/job-index-failure-count (a failed pod keeps its
+//     finalizer until its replacement exists), and its own backoff; an
+//     index that fails once more than the limit is failed for good and
+//     listed in status.failedIndexes; more failed indexes than
+//     maxFailedIndexes fail the Job (MaxFailedIndexesExceeded), and so
+//     does any failed index once every index is done (FailedIndexes);
+//   - a successPolicy (Indexed Jobs) completes the Job once one of its
+//     rules is met by the succeeded indexes: SuccessCriteriaMet, the
+//     other pods deleted (not counted), then Complete (reason
+//     SuccessPolicy);
 //   - a suspended Job's active pods are deleted (not counted as failures),
 //     with the Suspended condition; resuming restarts startTime;
 //   - a finished Job with ttlSecondsAfterFinished is deleted (foreground)
@@ -56,10 +74,7 @@ import (
 //   - pods that still carry the finalizer when their Job is gone or
 //     finished, or that no Job controls, lose it.
 //
-// Left out: podFailurePolicy, successPolicy, backoffLimitPerIndex and
-// maxFailedIndexes are accepted by the API but not acted on (a Job using
-// them is run as if they were unset); Jobs with spec.managedBy naming
-// another controller are left to it.
+// Jobs with spec.managedBy naming another controller are left to it.
 type jobs struct {
 	store *registry.Store
 	log   *slog.Logger
@@ -302,9 +317,11 @@ func jobIndexed(job *batchv1.Job) bool {
 }
 
 // jobOnlyReplaceFailed: a pod being deleted is replaced only once it has
-// failed (podReplacementPolicy Failed, the default with a podFailurePolicy).
+// failed (podReplacementPolicy Failed, the only one with a
+// podFailurePolicy).
 func jobOnlyReplaceFailed(job *batchv1.Job) bool {
-	return job.Spec.PodReplacementPolicy != nil && *job.Spec.PodReplacementPolicy == batchv1.Failed
+	return job.Spec.PodFailurePolicy != nil ||
+		job.Spec.PodReplacementPolicy != nil && *job.Spec.PodReplacementPolicy == batchv1.Failed
 }
 
 // jobPodFailed: the pod failed, or (unless only failed pods are replaced)

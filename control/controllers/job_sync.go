@@ -39,6 +39,11 @@ type jobSync struct {
 	// prevIndexes are the completed indexes of the status; indexes those
 	// plus the ones that succeeded since (Indexed Jobs).
 	prevIndexes, indexes sets.Set[int]
+	// failedIndexes are the indexes that failed, and delayed by index the
+	// failed pods kept until their replacement is made (Indexed Jobs with
+	// backoffLimitPerIndex; nil otherwise).
+	failedIndexes sets.Set[int]
+	delayed       map[int]*corev1.Pod
 	// finished is the condition the Job is heading for: FailureTarget or
 	// SuccessCriteriaMet, then Failed or Complete.
 	finished   *batchv1.JobCondition
@@ -57,7 +62,8 @@ func (s *jobSync) run() error {
 	s.uncSucceeded, s.uncFailed = sets.New(unc.Succeeded...), sets.New(unc.Failed...)
 	newSucceeded, newFailed := s.newlyFinished()
 	s.succeeded = job.Status.Succeeded + int32(len(newSucceeded)+len(unc.Succeeded))
-	s.failed = job.Status.Failed + int32(len(newFailed)+len(unc.Failed))
+	// Failures the pod failure policy ignores do not count.
+	s.failed = job.Status.Failed + int32(s.countedFailures(newFailed)+len(unc.Failed))
 	now := s.now()
 	if job.Status.StartTime == nil && !jobSuspended(job) {
 		job.Status.StartTime = jobTime(now)
@@ -68,6 +74,8 @@ func (s *jobSync) run() error {
 		s.finished = c.DeepCopy()
 	} else if c := jobCondition(job, batchv1.JobFailureTarget); c != nil {
 		s.finished = s.newCondition(batchv1.JobFailed, c.Reason, c.Message)
+	} else if msg := s.failJobMessage(); msg != "" {
+		s.finished = s.newCondition(batchv1.JobFailureTarget, batchv1.JobReasonPodFailurePolicy, msg)
 	}
 	if s.finished == nil {
 		switch {
@@ -89,6 +97,7 @@ func (s *jobSync) run() error {
 			}
 		}
 		s.succeeded = int32(s.indexes.Len())
+		s.judgeIndexes()
 	}
 
 	active := int32(len(s.active))
@@ -145,6 +154,32 @@ func (s *jobSync) run() error {
 		return fmt.Errorf("tracking status: %w", err)
 	}
 	return manageErr
+}
+
+// judgeIndexes finds the failed indexes of a Job with backoffLimitPerIndex
+// and fails the Job when too many failed, or when every index is done and
+// some failed; otherwise it completes the Job if its success policy is met.
+func (s *jobSync) judgeIndexes() {
+	job := s.job
+	completions := int(*job.Spec.Completions)
+	if jobPerIndex(job) {
+		s.failedIndexes = s.findFailedIndexes()
+		failed := s.failedIndexes.Len()
+		if s.finished == nil {
+			switch {
+			case job.Spec.MaxFailedIndexes != nil && failed > int(*job.Spec.MaxFailedIndexes):
+				s.finished = s.newCondition(batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, jobMsgMaxFailedIndexes)
+			case failed > 0 && failed+s.indexes.Len() >= completions:
+				s.finished = s.newCondition(batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, jobMsgFailedIndexes)
+			}
+		}
+		s.delayed = s.findDelayed()
+	}
+	if s.finished == nil {
+		if msg, met := jobMeetsSuccessPolicy(job.Spec.SuccessPolicy, completions, s.indexes); met {
+			s.finished = s.newCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonSuccessPolicy, msg)
+		}
+	}
 }
 
 func jobTime(t time.Time) *metav1.Time {
@@ -297,14 +332,26 @@ func (s *jobSync) manage() (int32, error) {
 	if diff <= 0 {
 		return active, nil
 	}
-	if wait := s.backoffRemaining(); wait > 0 {
-		s.queue.addAfter(s.key, wait)
-		return active, nil
+	if !jobPerIndex(job) {
+		// With backoffLimitPerIndex each index backs off on its own.
+		if wait := s.backoffRemaining(); wait > 0 {
+			s.queue.addAfter(s.key, wait)
+			return active, nil
+		}
 	}
 	diff = min(diff, jobBurst)
 	var indexes []int
 	if jobIndexed(job) {
 		indexes = s.pendingIndexes(int(diff))
+		if jobPerIndex(job) {
+			var wait time.Duration
+			if indexes, wait = s.indexesPastBackoff(indexes); wait > 0 {
+				s.queue.addAfter(s.key, wait) // for the indexes still backing off
+			}
+			if len(indexes) == 0 {
+				return active, nil
+			}
+		}
 		diff = int32(len(indexes))
 	}
 	template := job.Spec.Template.DeepCopy()
@@ -362,6 +409,13 @@ func (s *jobSync) createPod(t *corev1.PodTemplateSpec, ix int) error {
 		pod.Annotations = deployWithLabel(pod.Annotations, batchv1.JobCompletionIndexAnnotation, v)
 		pod.Labels = deployWithLabel(pod.Labels, batchv1.JobCompletionIndexAnnotation, v)
 		pod.Spec.Hostname = job.Name + "-" + v
+		if jobPerIndex(job) {
+			counted, ignored := s.indexFailureCounts(ix)
+			pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(counted))
+			if ignored > 0 {
+				pod.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+			}
+		}
 		suffix := "-" + v + "-"
 		prefix := job.Name
 		if len(prefix)+len(suffix) > jobMaxGenerateName {
@@ -372,12 +426,15 @@ func (s *jobSync) createPod(t *corev1.PodTemplateSpec, ix int) error {
 	return createOwnedPod(s.ctx, s.store, s.podRes, s.events, job, pod)
 }
 
-// pendingIndexes returns up to n indexes that neither succeeded nor have
-// an active pod, lowest first.
+// pendingIndexes returns up to n indexes that neither succeeded nor
+// failed nor have an active pod (or, when only failed pods are replaced,
+// a terminating one), lowest first.
 func (s *jobSync) pendingIndexes(n int) []int {
-	taken := s.indexes.Clone()
-	for _, pod := range s.active {
-		if ix := jobIndex(pod); ix >= 0 {
+	taken := s.indexes.Union(s.failedIndexes)
+	onlyFailed := jobOnlyReplaceFailed(s.job)
+	for _, pod := range s.pods {
+		live := !rsPodFinished(pod) && (pod.DeletionTimestamp == nil || onlyFailed)
+		if ix := jobIndex(pod); ix >= 0 && live {
 			taken.Insert(ix)
 		}
 	}
@@ -486,8 +543,8 @@ func (s *jobSync) track(needsFlush bool) error {
 			continue // counted before
 		}
 		failed := jobPodFailed(pod, job)
-		if job.DeletionTimestamp == nil && s.finished == nil && pod.Status.Phase != corev1.PodSucceeded && !failed {
-			continue // still to finish
+		if job.DeletionTimestamp == nil && s.finished == nil && pod.Status.Phase != corev1.PodSucceeded && (!failed || s.isDelayed(pod)) {
+			continue // still to finish, or kept for its replacement's failure count
 		}
 		remove = append(remove, pod)
 		ix := jobIndex(pod)
@@ -504,8 +561,9 @@ func (s *jobSync) track(needsFlush bool) error {
 				needsFlush = true
 			}
 		case failed || failing:
-			// A Job that fails counts every pod left unfinished as failed.
-			if !s.uncFailed.Has(pod.UID) && validIndex {
+			// A Job that fails counts every pod left unfinished as failed;
+			// failures the pod failure policy ignores are not counted.
+			if !s.uncFailed.Has(pod.UID) && validIndex && jobCountsFailure(job, pod) {
 				unc.Failed = append(unc.Failed, pod.UID)
 				needsFlush = true
 			}
@@ -524,6 +582,19 @@ func (s *jobSync) track(needsFlush bool) error {
 		}
 		job.Status.Succeeded = int32(s.indexes.Len())
 		job.Status.CompletedIndexes = str
+		// failedIndexes is set (maybe empty) only with backoffLimitPerIndex.
+		var failedStr *string
+		if s.failedIndexes != nil {
+			str := jobFormatIndexes(s.failedIndexes)
+			failedStr = &str
+		}
+		if cur := job.Status.FailedIndexes; (cur == nil) != (failedStr == nil) || cur != nil && *cur != *failedStr {
+			if failedStr != nil && *failedStr != "" {
+				s.log.Info("job controller: indexes failed", "job", s.key, "failedIndexes", *failedStr)
+			}
+			job.Status.FailedIndexes = failedStr
+			needsFlush = true
+		}
 	}
 	if s.finished != nil && s.finished.Type == batchv1.JobFailureTarget {
 		job.Status.Conditions = append(job.Status.Conditions, *s.finished)

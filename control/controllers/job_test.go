@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -541,5 +542,466 @@ func TestJobIndexes(t *testing.T) {
 		if out := jobFormatIndexes(got); out != tc.out {
 			t.Errorf("format %v: %q, want %q", sets.List(got), out, tc.out)
 		}
+	}
+}
+
+// exit ends a pod as its node agent would once its one container exited
+// with code: Succeeded for 0, else Failed; conds are added to its
+// conditions (a DisruptionTarget, say).
+func (e *wlEnv) exit(p *corev1.Pod, code int32, conds ...corev1.PodCondition) {
+	e.t.Helper()
+	now := time.Now()
+	e.podStatus(p, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		if code == 0 {
+			p.Status.Phase = corev1.PodSucceeded
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", Image: "busybox", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(now)}}}}
+		p.Status.Conditions = append(p.Status.Conditions, conds...)
+		setReady(p, false, now)
+	})
+}
+
+// jobIndexPods returns the pods of j by completion index, oldest first.
+func (e *wlEnv) jobIndexPods(j *batchv1.Job) map[int][]*corev1.Pod {
+	e.t.Helper()
+	all, _ := e.jobPods(j)
+	slices.SortStableFunc(all, dsOldestFirst)
+	out := map[int][]*corev1.Pod{}
+	for _, p := range all {
+		out[jobIndex(p)] = append(out[jobIndex(p)], p)
+	}
+	return out
+}
+
+// awaitIndex waits for an active pod of index ix other than the pods of
+// not, and returns it.
+func (e *wlEnv) awaitIndex(j *batchv1.Job, ix int, not ...*corev1.Pod) *corev1.Pod {
+	e.t.Helper()
+	var found *corev1.Pod
+	e.eventually(fmt.Sprintf("an active pod of index %d", ix), func() bool {
+		_, active := e.jobPods(j)
+		for _, p := range active {
+			if jobIndex(p) == ix && !slices.ContainsFunc(not, func(o *corev1.Pod) bool { return o.UID == p.UID }) {
+				found = p
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func jobIndexedTest(completions, parallelism int32) func(*batchv1.Job) {
+	return func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = wlPtr(completions), wlPtr(parallelism)
+		j.Spec.CompletionMode = wlPtr(batchv1.IndexedCompletion)
+	}
+}
+
+func jobExitRule(action batchv1.PodFailurePolicyAction, op batchv1.PodFailurePolicyOnExitCodesOperator, codes ...int32) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{Action: action, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: op, Values: codes}}
+}
+
+// settleFinished waits for the Job to be Complete or Failed, settles it and
+// returns it.
+func (e *wlEnv) settleFinished(name string) *batchv1.Job {
+	e.t.Helper()
+	e.eventually("Job "+name+" finished", func() bool { return jobFinished(e.job(name)) })
+	e.settleJob(name)
+	return e.job(name)
+}
+
+func (e *wlEnv) wantConditions(j *batchv1.Job, want ...string) {
+	e.t.Helper()
+	if got := jobConditions(j); !slices.Equal(got, want) {
+		e.t.Errorf("conditions %v, want %v", got, want)
+	}
+}
+
+// A FailJob rule fails the Job on the first pod it matches, well before
+// backoffLimit; the other pods are deleted and counted as failed.
+func TestJobPodFailurePolicyFailJob(t *testing.T) {
+	e := newJobEnv(t, 10*time.Millisecond)
+	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = wlPtr(int32(4)), wlPtr(int32(2))
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			jobExitRule(batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyOnExitCodesOpIn, 7),
+			jobExitRule(batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyOnExitCodesOpIn, 42),
+		}}
+	}))
+	if p := j.Spec.PodReplacementPolicy; p == nil || *p != batchv1.Failed {
+		t.Fatalf("podReplacementPolicy %v, want the default Failed", p)
+	}
+	var active []*corev1.Pod
+	e.eventually("2 pods", func() bool { _, active = e.jobPods(j); return len(active) == 2 })
+	e.exit(active[0], 42)
+	cur := e.settleFinished("work")
+	e.wantConditions(cur, "FailureTarget=True/PodFailurePolicy", "Failed=True/PodFailurePolicy")
+	msg := fmt.Sprintf("Container work for pod default/%s failed with exit code 42 matching FailJob rule at index 1", active[0].Name)
+	for _, c := range cur.Status.Conditions {
+		if c.Message != msg {
+			t.Errorf("condition %s message %q, want %q", c.Type, c.Message, msg)
+		}
+	}
+	e.eventually("Event PodFailurePolicy", func() bool { return e.hasEvent("Job", "work", corev1.EventTypeWarning, "PodFailurePolicy", msg) })
+	// The pod left running was deleted, and counted as failed.
+	e.jobCounted(cur, 0, 2)
+	if all, _ := e.jobPods(j); len(all) != 1 {
+		t.Errorf("%d pods left, want only the failed one", len(all))
+	}
+}
+
+// Failures an Ignore rule matches (by exit code, or by a DisruptionTarget
+// condition) are not counted: with backoffLimit 0 the Job still completes.
+// A pod being deleted is replaced only once it failed.
+func TestJobPodFailurePolicyIgnore(t *testing.T) {
+	disruption := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}
+	cases := []struct {
+		name string
+		rule batchv1.PodFailurePolicyRule
+		// fail makes the first pod fail as the rule matches.
+		fail func(e *wlEnv, j *batchv1.Job, p *corev1.Pod)
+	}{
+		{"exit code 42", jobExitRule(batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyOnExitCodesOpIn, 42),
+			func(e *wlEnv, _ *batchv1.Job, p *corev1.Pod) { e.exit(p, 42) }},
+		{"DisruptionTarget, after an eviction", batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
+			func(e *wlEnv, j *batchv1.Job, p *corev1.Pod) {
+				if _, _, err := e.s.Delete(e.ctx, e.pods, "default", p.Name, metav1.DeleteOptions{}); err != nil {
+					e.t.Fatal(err)
+				}
+				e.eventually("the pod is terminating", func() bool {
+					t := e.job("work").Status.Terminating
+					return t != nil && *t == 1
+				})
+				e.settleJob("work")
+				if all, _ := e.jobPods(j); len(all) != 1 {
+					e.t.Fatalf("%d pods while the deleted one has not failed, want 1", len(all))
+				}
+				e.exit(p, 137, disruption)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newJobEnv(t, 10*time.Millisecond)
+			j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+				j.Spec.BackoffLimit = wlPtr(int32(0))
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{tc.rule}}
+			}))
+			var active []*corev1.Pod
+			e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+			first := active[0]
+			tc.fail(e, j, first)
+			e.eventually("a replacement", func() bool {
+				_, active = e.jobPods(j)
+				return len(active) == 1 && active[0].UID != first.UID
+			})
+			e.exit(active[0], 0)
+			cur := e.settleFinished("work")
+			e.wantConditions(cur, "SuccessCriteriaMet=True/CompletionsReached", "Complete=True/CompletionsReached")
+			e.jobCounted(cur, 1, 0)
+		})
+	}
+
+	// A failure no rule matches counts (Count is the default).
+	t.Run("no match: counted", func(t *testing.T) {
+		e := newJobEnv(t, 10*time.Millisecond)
+		j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+			j.Spec.BackoffLimit = wlPtr(int32(0))
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{cases[0].rule}}
+		}))
+		var active []*corev1.Pod
+		e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+		e.exit(active[0], 1)
+		cur := e.settleFinished("work")
+		e.wantConditions(cur, "FailureTarget=True/BackoffLimitExceeded", "Failed=True/BackoffLimitExceeded")
+		e.jobCounted(cur, 0, 1)
+	})
+}
+
+// A FailIndex rule fails the pod's index at once, whatever
+// backoffLimitPerIndex allows; the Job fails with FailedIndexes once the
+// other indexes are done.
+func TestJobPodFailurePolicyFailIndex(t *testing.T) {
+	e := newJobEnv(t, 10*time.Millisecond)
+	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+		jobIndexedTest(3, 3)(j)
+		j.Spec.BackoffLimitPerIndex = wlPtr(int32(2))
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			jobExitRule(batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyOnExitCodesOpIn, 3),
+		}}
+	}))
+	if j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != math.MaxInt32 {
+		t.Fatalf("backoffLimit %v, want the default MaxInt32 with backoffLimitPerIndex", j.Spec.BackoffLimit)
+	}
+	pods := map[int]*corev1.Pod{}
+	for ix := range 3 {
+		pods[ix] = e.awaitIndex(j, ix)
+	}
+	e.exit(pods[1], 3)
+	e.eventually("index 1 failed", func() bool {
+		f := e.job("work").Status.FailedIndexes
+		return f != nil && *f == "1"
+	})
+	e.exit(pods[0], 0)
+	e.exit(pods[2], 0)
+	cur := e.settleFinished("work")
+	e.wantConditions(cur, "FailureTarget=True/FailedIndexes", "Failed=True/FailedIndexes")
+	if msg := cur.Status.Conditions[1].Message; msg != "Job has failed indexes" {
+		t.Errorf("Failed message %q", msg)
+	}
+	if f := cur.Status.FailedIndexes; f == nil || *f != "1" || cur.Status.CompletedIndexes != "0,2" {
+		t.Errorf("failedIndexes %v completedIndexes %q, want 1 and 0,2", f, cur.Status.CompletedIndexes)
+	}
+	e.jobCounted(cur, 2, 1)
+	if n := len(e.jobIndexPods(j)[1]); n != 1 {
+		t.Errorf("index 1 had %d pods, want 1: FailIndex allows no retry", n)
+	}
+}
+
+// With backoffLimitPerIndex 1 an index is retried once: the replacement
+// carries the index's failure count; when it fails too the index fails,
+// the others still run, and the Job fails with FailedIndexes.
+func TestJobBackoffLimitPerIndex(t *testing.T) {
+	e := newJobEnv(t, 10*time.Millisecond)
+	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+		jobIndexedTest(3, 2)(j)
+		j.Spec.BackoffLimitPerIndex = wlPtr(int32(1))
+	}))
+	p0, p1 := e.awaitIndex(j, 0), e.awaitIndex(j, 1)
+	e.eventually("failedIndexes set, empty", func() bool {
+		f := e.job("work").Status.FailedIndexes
+		return f != nil && *f == ""
+	})
+	e.exit(p1, 1)
+	retry := e.awaitIndex(j, 1, p1)
+	e.exit(p0, 0)
+	p2 := e.awaitIndex(j, 2)
+	e.settleJob("work")
+	if f := e.job("work").Status.FailedIndexes; f == nil || *f != "" {
+		t.Errorf("failedIndexes %v after one failure of index 1, want empty", f)
+	}
+	e.exit(retry, 1)
+	e.eventually("index 1 failed", func() bool {
+		f := e.job("work").Status.FailedIndexes
+		return f != nil && *f == "1"
+	})
+	e.settleJob("work")
+	if jobFinished(e.job("work")) {
+		t.Fatal("the Job finished while index 2 runs")
+	}
+	e.exit(p2, 0)
+	cur := e.settleFinished("work")
+	e.wantConditions(cur, "FailureTarget=True/FailedIndexes", "Failed=True/FailedIndexes")
+	if f := cur.Status.FailedIndexes; f == nil || *f != "1" || cur.Status.CompletedIndexes != "0,2" {
+		t.Errorf("failedIndexes %v completedIndexes %q, want 1 and 0,2", f, cur.Status.CompletedIndexes)
+	}
+	e.jobCounted(cur, 2, 2)
+	for _, tc := range []struct {
+		what string
+		pod  *corev1.Pod
+		want string
+	}{{"index 0", p0, "0"}, {"index 1", p1, "0"}, {"index 1, retried", retry, "1"}, {"index 2", p2, "0"}} {
+		if got := e.podByUID(tc.pod.UID).Annotations[batchv1.JobIndexFailureCountAnnotation]; got != tc.want {
+			t.Errorf("pod of %s: failure count %q, want %q", tc.what, got, tc.want)
+		}
+	}
+	if n := len(e.jobIndexPods(j)[1]); n != 2 {
+		t.Errorf("index 1 had %d pods, want 2", n)
+	}
+}
+
+// More failed indexes than maxFailedIndexes fail the Job at once, before
+// the other indexes run.
+func TestJobMaxFailedIndexes(t *testing.T) {
+	e := newJobEnv(t, 10*time.Millisecond)
+	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+		jobIndexedTest(4, 1)(j)
+		j.Spec.BackoffLimitPerIndex = wlPtr(int32(0))
+		j.Spec.MaxFailedIndexes = wlPtr(int32(1))
+	}))
+	e.exit(e.awaitIndex(j, 0), 1)
+	e.exit(e.awaitIndex(j, 1), 1)
+	cur := e.settleFinished("work")
+	e.wantConditions(cur, "FailureTarget=True/MaxFailedIndexesExceeded", "Failed=True/MaxFailedIndexesExceeded")
+	if msg := cur.Status.Conditions[1].Message; msg != "Job has exceeded the specified maximal number of failed indexes" {
+		t.Errorf("Failed message %q", msg)
+	}
+	if f := cur.Status.FailedIndexes; f == nil || *f != "0,1" {
+		t.Errorf("failedIndexes %v, want 0,1", f)
+	}
+	e.jobCounted(cur, 0, 2)
+	if all, _ := e.jobPods(j); len(all) != 2 {
+		t.Errorf("%d pods made, want 2", len(all))
+	}
+}
+
+// A success policy completes an Indexed Job once a rule is met; the pods
+// still running are deleted and not counted.
+func TestJobSuccessPolicy(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy batchv1.SuccessPolicy
+		// run finishes pods of the Job (all 5 indexes start) so that the
+		// policy is met, returning the indexes that succeeded and how
+		// many pods failed.
+		run       func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32)
+		message   string
+		completed string
+	}{
+		{"succeededIndexes", batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+			{SucceededIndexes: wlPtr("1-3"), SucceededCount: wlPtr(int32(3))},
+			{SucceededIndexes: wlPtr("0,2")},
+		}}, func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
+			e.exit(pods[2], 0)
+			e.exit(pods[3], 0)
+			e.settleJob("work")
+			if jobFinished(e.job("work")) || jobCondition(e.job("work"), batchv1.JobSuccessCriteriaMet) != nil {
+				e.t.Fatal("the policy is met before index 0 succeeded")
+			}
+			e.exit(pods[0], 0)
+			return "0,2,3", 0
+		}, "Matched rules at index 1", "0,2,3"},
+		{"succeededCount", batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: wlPtr(int32(2))}}},
+			func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
+				e.exit(pods[1], 1)
+				e.eventually("the failure is counted", func() bool { return e.job("work").Status.Failed == 1 })
+				e.exit(pods[4], 0)
+				e.settleJob("work")
+				if jobCondition(e.job("work"), batchv1.JobSuccessCriteriaMet) != nil {
+					e.t.Fatal("the policy is met after one success")
+				}
+				e.exit(pods[2], 0)
+				return "2,4", 1
+			}, "Matched rules at index 0", "2,4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newJobEnv(t, 10*time.Millisecond)
+			j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
+				jobIndexedTest(5, 5)(j)
+				j.Spec.SuccessPolicy = &tc.policy
+			}))
+			pods := map[int]*corev1.Pod{}
+			for ix := range 5 {
+				pods[ix] = e.awaitIndex(j, ix)
+			}
+			completed, failed := tc.run(e, j, pods)
+			cur := e.settleFinished("work")
+			e.wantConditions(cur, "SuccessCriteriaMet=True/SuccessPolicy", "Complete=True/SuccessPolicy")
+			for _, c := range cur.Status.Conditions {
+				if c.Message != tc.message {
+					t.Errorf("condition %s message %q, want %q", c.Type, c.Message, tc.message)
+				}
+			}
+			if cur.Status.CompletedIndexes != completed || cur.Status.CompletionTime == nil {
+				t.Errorf("completedIndexes %q completionTime %v, want %q and a time", cur.Status.CompletedIndexes, cur.Status.CompletionTime, completed)
+			}
+			succeeded := int32(len(strings.Split(completed, ",")))
+			e.jobCounted(cur, succeeded, failed)
+			if _, active := e.jobPods(j); len(active) != 0 {
+				t.Errorf("%d pods still active", len(active))
+			}
+			e.eventually("Event Completed", func() bool { return e.hasEvent("Job", "work", corev1.EventTypeNormal, "Completed", "Job completed") })
+		})
+	}
+}
+
+func TestJobJudgeFailure(t *testing.T) {
+	pod := func(conds []corev1.PodCondition, codes ...int32) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+		p.Status.Conditions = conds
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
+		for i, c := range codes {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: fmt.Sprintf("c%d", i),
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: c}}})
+		}
+		// A container still running has no exit code to match.
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "running",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+		return p
+	}
+	onCode := func(action batchv1.PodFailurePolicyAction, op batchv1.PodFailurePolicyOnExitCodesOperator, container string, codes ...int32) batchv1.PodFailurePolicyRule {
+		r := jobExitRule(action, op, codes...)
+		if container != "" {
+			r.OnExitCodes.ContainerName = &container
+		}
+		return r
+	}
+	disrupted := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, {Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
+	cases := []struct {
+		name    string
+		rules   []batchv1.PodFailurePolicyRule
+		pod     *corev1.Pod
+		action  batchv1.PodFailurePolicyAction
+		message string
+		counts  bool
+	}{
+		{"no rules", nil, pod(nil, 1), "", "", true},
+		{"In matches", []batchv1.PodFailurePolicyRule{onCode("FailJob", "In", "", 5, 1)}, pod(nil, 0, 1), "FailJob",
+			"Container c1 for pod ns/p failed with exit code 1 matching FailJob rule at index 0", true},
+		{"exit code 0 never matches", []batchv1.PodFailurePolicyRule{onCode("FailJob", "NotIn", "", 1)}, pod(nil, 0, 1), "", "", true},
+		{"NotIn", []batchv1.PodFailurePolicyRule{onCode("Ignore", "NotIn", "", 1, 2), onCode("FailJob", "NotIn", "", 3)}, pod(nil, 2), "FailJob",
+			"Container c0 for pod ns/p failed with exit code 2 matching FailJob rule at index 1", true},
+		{"the first rule that matches wins", []batchv1.PodFailurePolicyRule{onCode("Ignore", "In", "", 9), onCode("Count", "In", "", 1),
+			onCode("FailJob", "In", "", 1)}, pod(nil, 1), "Count", "", true},
+		{"Ignore", []batchv1.PodFailurePolicyRule{onCode("Ignore", "In", "", 1)}, pod(nil, 1), "Ignore", "", false},
+		{"containerName", []batchv1.PodFailurePolicyRule{onCode("Ignore", "In", "c0", 1), onCode("FailIndex", "In", "c1", 1)}, pod(nil, 0, 1), "FailIndex", "", true},
+		{"init containers", []batchv1.PodFailurePolicyRule{onCode("FailJob", "In", "", 4)}, func() *corev1.Pod {
+			p := pod(nil)
+			p.Status.InitContainerStatuses[0].State.Terminated.ExitCode = 4
+			return p
+		}(), "FailJob", "Container init for pod ns/p failed with exit code 4 matching FailJob rule at index 0", true},
+		{"pod condition", []batchv1.PodFailurePolicyRule{onCode("Count", "In", "", 9), {Action: "FailJob",
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}},
+			pod(disrupted, 1), "FailJob", "Pod ns/p has condition DisruptionTarget matching FailJob rule at index 1", true},
+		{"pod condition of another status", []batchv1.PodFailurePolicyRule{{Action: "Ignore",
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse}}}},
+			pod(disrupted, 1), "", "", true},
+		{"an unknown action is passed over", []batchv1.PodFailurePolicyRule{onCode("Retry", "In", "", 1), onCode("Ignore", "In", "", 1)},
+			pod(nil, 1), "Ignore", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &batchv1.Job{}
+			if tc.rules != nil {
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: tc.rules}
+			}
+			v := jobJudgeFailure(j, tc.pod)
+			if v.action != tc.action || v.message != tc.message || v.counts() != tc.counts {
+				t.Errorf("action %q message %q counts %v, want %q, %q, %v", v.action, v.message, v.counts(), tc.action, tc.message, tc.counts)
+			}
+		})
+	}
+}
+
+func TestJobMeetsSuccessPolicy(t *testing.T) {
+	rules := func(r ...batchv1.SuccessPolicyRule) *batchv1.SuccessPolicy { return &batchv1.SuccessPolicy{Rules: r} }
+	cases := []struct {
+		name      string
+		policy    *batchv1.SuccessPolicy
+		succeeded []int
+		want      string // "" if not met
+	}{
+		{"no policy", nil, []int{0, 1, 2}, ""},
+		{"nothing succeeded", rules(batchv1.SuccessPolicyRule{SucceededCount: wlPtr(int32(0))}), nil, ""},
+		{"indexes all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("0,2-3")}), []int{0, 2, 3}, "Matched rules at index 0"},
+		{"indexes not all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("0,2-3")}), []int{0, 1, 2, 4}, ""},
+		{"enough of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("1-5"), SucceededCount: wlPtr(int32(2))}), []int{0, 3, 5}, "Matched rules at index 0"},
+		{"too few of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("1-5"), SucceededCount: wlPtr(int32(2))}), []int{0, 3, 6}, ""},
+		{"indexes beyond completions", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("8-9")}), []int{0}, ""},
+		{"count", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("5")}, batchv1.SuccessPolicyRule{SucceededCount: wlPtr(int32(2))}),
+			[]int{1, 7}, "Matched rules at index 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, met := jobMeetsSuccessPolicy(tc.policy, 8, sets.New(tc.succeeded...))
+			if msg != tc.want || met != (tc.want != "") {
+				t.Errorf("%q, %v; want %q", msg, met, tc.want)
+			}
+		})
 	}
 }
