@@ -280,6 +280,24 @@ func TestSubresources(t *testing.T) {
 		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/ev/eviction",
 			`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"ev"}}`), 201)
 		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/ev", ""), 404)
+
+		// A pod on a node goes gracefully, marked the target of a disruption.
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("ev2", "pi9")), 201)
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/ev2/eviction",
+			`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}`), 400)
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods/ev2/eviction",
+			`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"ev2"}}`), 201)
+		var p corev1.Pod
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/ev2", ""), 200).decode(t, &p)
+		var target *corev1.PodCondition
+		for i, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				target = &p.Status.Conditions[i]
+			}
+		}
+		if p.DeletionTimestamp == nil || target == nil || target.Status != corev1.ConditionTrue || target.Reason != "EvictionByEvictionAPI" {
+			t.Fatalf("evicted pod: deletionTimestamp %v, conditions %+v", p.DeletionTimestamp, p.Status.Conditions)
+		}
 	})
 }
 
