@@ -166,19 +166,9 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		if err := cfg.run(ctx, pass); err != nil {
 			return false, err
 		}
-		// Each report lists every spec; a pass's own are its results.
-		want := map[string]bool{}
-		for _, n := range pass.specs {
-			want[n] = true
-		}
-		f, err := os.Open(pass.report)
+		res, sf, err := passResults(pass)
 		if err != nil {
 			return false, err
-		}
-		res, sf, err := readJUnit(f, want)
-		f.Close()
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", pass.report, err)
 		}
 		reports = append(reports, res)
 		suiteFailures = append(suiteFailures, sf...)
@@ -220,4 +210,33 @@ func isleVersion(ctx context.Context, bin string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+// passResults reads a pass's results from its JUnit report, or from
+// ginkgo's log when it wrote none (saying so among the suite's failures).
+func passResults(pass *pass) (map[string]result, []string, error) {
+	if pass.noReport != "" {
+		f, err := os.Open(pass.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		res, err := readGinkgoLog(f, pass.specs)
+		return res, []string{pass.noReport}, err
+	}
+	// Each report lists every spec; a pass's own are its results.
+	want := map[string]bool{}
+	for _, n := range pass.specs {
+		want[n] = true
+	}
+	f, err := os.Open(pass.report)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	res, sf, err := readJUnit(f, want)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", pass.report, err)
+	}
+	return res, sf, nil
 }

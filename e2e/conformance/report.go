@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -336,4 +337,82 @@ func writeDoc(path string, s summary) error {
 	var mid strings.Builder
 	s.markdown(&mid)
 	return os.WriteFile(path, []byte(before+docBegin+"\n\n"+mid.String()+docEnd+after), 0o644)
+}
+
+// readGinkgoLog reads a pass's results from ginkgo's own output, for a pass
+// that wrote no JUnit report (a process ended before it reported): each
+// failed spec is named there, with its [FAILED] line; a spec that passed
+// is only a "•" in the progress lines. When the failures named and the
+// bullets together count every spec of the pass, the rest passed;
+// otherwise they are "not run", with why.
+func readGinkgoLog(r io.Reader, specs []string) (map[string]result, error) {
+	want := map[string]bool{}
+	for _, s := range specs {
+		want[s] = true
+	}
+	results := map[string]result{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	bullets, failedBlocks := 0, 0
+	var current string // the failed spec whose block is being read
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case failedHeader.MatchString(line):
+			failedBlocks++
+			current = ""
+			if !sc.Scan() {
+				break
+			}
+			name := logSpecName(sc.Text())
+			if want[name] {
+				current = name
+				results[name] = result{name: name, sig: sigOf(name), state: "failed"}
+			}
+		case progressLine.MatchString(line):
+			bullets += strings.Count(line, "•")
+		case current != "" && results[current].cause == "" && failedLine.MatchString(line) && !strings.Contains(line, "] in ["):
+			res := results[current]
+			res.cause = firstCause(line)
+			results[current] = res
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("report: ginkgo's log: %w", err)
+	}
+	rest := "passed"
+	why := ""
+	if bullets+failedBlocks != len(specs) {
+		rest, why = "not run", fmt.Sprintf("no JUnit report, and ginkgo's log shows %d of the pass's %d specs finished", bullets+failedBlocks, len(specs))
+	}
+	for _, s := range specs {
+		if _, ok := results[s]; !ok {
+			results[s] = result{name: s, sig: sigOf(s), state: rest, cause: why}
+		}
+	}
+	return results, nil
+}
+
+var (
+	// failedHeader starts the block of a spec that did not pass; the
+	// spec's name is on the next line.
+	failedHeader = regexp.MustCompile(`^• \[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED)\]`)
+	// progressLine is a line of ginkgo's progress: a "•" per spec that
+	// passed and an "S" per spec skipped.
+	progressLine = regexp.MustCompile(`^[•S]+$`)
+	// logNode is the node a failure was in, which ginkgo's log puts in
+	// the name ("[It]", "[BeforeEach]").
+	logNode = regexp.MustCompile(` \[(It|BeforeEach|AfterEach|JustBeforeEach|JustAfterEach|DeferCleanup \([^)]*\))\]`)
+)
+
+// logSpecName turns a name as ginkgo's log prints it into the name
+// --list-tests gives.
+func logSpecName(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasSuffix(s, "]") && strings.Contains(s, ", ") {
+		if i := strings.LastIndex(s, " ["); i >= 0 && strings.Contains(s[i:], ", ") {
+			s = s[:i]
+		}
+	}
+	return strings.TrimSpace(logNode.ReplaceAllString(s, ""))
 }

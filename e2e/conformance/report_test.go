@@ -221,3 +221,57 @@ func TestCauseKey(t *testing.T) {
 		t.Errorf("%q != %q", a, b)
 	}
 }
+
+const ginkgoLogSample = `Running Suite: Kubernetes e2e suite
+SSSS•SS•
+------------------------------
+• [FAILED] [2.206 seconds]
+[sig-node] Variable Expansion [It] should allow substituting values in a container's args [NodeConformance] [Conformance] [sig-node, NodeConformance, Conformance]
+k8s.io/kubernetes@v1.33.0/test/e2e/common/node/expansion.go:95
+  Timeline >>
+  STEP: Creating a pod @ 12/02/26 00:25:10.1
+  << Timeline
+
+  [FAILED] expected "test-value" in container output: Expected
+  In [It] at: k8s.io/kubernetes@v1.33.0/test/e2e/framework/pod/output/output.go:263 @ 12/02/26 00:25:12.3
+------------------------------
+• [FAILED] [0.05 seconds]
+[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] [BeforeEach] should honor timeout [Conformance] [sig-api-machinery, Conformance]
+  [FAILED] in [BeforeEach] - k8s.io/kubernetes@v1.33.0/test/e2e/apimachinery/webhook.go:1046 @ 12/02/26 00:29:06.571
+  [FAILED] creating role binding webhook-6983:webhook to access configMap: the server could not find the requested resource
+------------------------------
+SS•
+`
+
+func TestReadGinkgoLog(t *testing.T) {
+	expansion := "[sig-node] Variable Expansion should allow substituting values in a container's args [NodeConformance] [Conformance]"
+	webhook := "[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should honor timeout [Conformance]"
+	passed := []string{"[sig-apps] A [Conformance]", "[sig-apps] B [Conformance]", "[sig-apps] C [Conformance]"}
+	specs := append([]string{expansion, webhook}, passed...)
+	res, err := readGinkgoLog(strings.NewReader(ginkgoLogSample), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[expansion]; r.state != "failed" || r.sig != "node" || r.cause != `expected "test-value" in container output: Expected` {
+		t.Errorf("expansion: %+v", r)
+	}
+	if r := res[webhook]; r.state != "failed" || !strings.HasPrefix(r.cause, "creating role binding") {
+		t.Errorf("webhook: %+v", r)
+	}
+	for _, p := range passed {
+		if res[p].state != "passed" {
+			t.Errorf("%s: %+v, want passed (3 bullets, 2 failures, 5 specs)", p, res[p])
+		}
+	}
+	// One spec more than the log accounts for: nothing can be said passed.
+	res, err = readGinkgoLog(strings.NewReader(ginkgoLogSample), append(specs, "[sig-apps] D [Conformance]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[passed[0]]; r.state != "not run" || !strings.Contains(r.cause, "5 of the pass's 6 specs") {
+		t.Errorf("an unfinished pass: %+v", r)
+	}
+	if res[expansion].state != "failed" {
+		t.Errorf("a named failure is a failure still: %+v", res[expansion])
+	}
+}
