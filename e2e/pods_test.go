@@ -637,6 +637,21 @@ spec:
     command: [sh, -c, "echo -n DONE > /dev/termination-custom-log"]
     terminationMessagePath: /dev/termination-custom-log
     securityContext: {runAsUser: 10000}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: sysctls}
+spec:
+  restartPolicy: Never
+  securityContext: {sysctls: [{name: kernel/shm_rmid_forced, value: "1"}]}
+  containers: [{name: c, image: %[1]s, command: [sysctl, kernel.shm_rmid_forced]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unsafe-sysctl}
+spec:
+  securityContext: {sysctls: [{name: kernel.msgmax, value: "10000000"}]}
+  containers: [{name: c, image: %[1]s, command: [sleep, "3600"]}]
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
@@ -721,6 +736,20 @@ spec:
 		cs := p.Status.ContainerStatuses
 		if p.Status.Phase != corev1.PodSucceeded || len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Message != "DONE" {
 			t.Fatalf("phase %s, container statuses %+v: want Succeeded with the message DONE", p.Status.Phase, cs)
+		}
+	})
+
+	t.Run("safe sysctls are set in the pod, others refused", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "sysctls", 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if out := b.kubectl.ok(t, "logs", "sysctls"); out != "kernel.shm_rmid_forced = 1\n" {
+			t.Errorf("sysctl in the pod: %q", out)
+		}
+		p := b.waitPod(t, "unsafe-sysctl", 60*time.Second, "Failed with SysctlForbidden", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "SysctlForbidden"
+		})
+		if !strings.Contains(p.Status.Message, `"kernel.msgmax" not allowlisted`) {
+			t.Errorf("message %q", p.Status.Message)
 		}
 	})
 

@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,8 @@ type Spec struct {
 	// them ("NET_ADMIN", "ALL").
 	AddCaps, DropCaps []string
 	AllowPrivilegeEsc *bool
+	// Sysctls are set in the container's namespaces (dotted names).
+	Sysctls map[string]string
 
 	TTY, Stdin, StdinOnce bool
 
@@ -165,6 +168,9 @@ func (s *Spec) specOpts(img containerd.Image, imgCfg imageConfig) []oci.SpecOpts
 			opts = append(opts, oci.WithNoNewPrivileges)
 		}
 	}
+	if len(s.Sysctls) > 0 {
+		opts = append(opts, withSysctls(s.Sysctls))
+	}
 	if s.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
@@ -243,3 +249,18 @@ func withGID(gid uint32) oci.SpecOpts {
 
 // imageConfig is what of an image's config the runtime uses.
 type imageConfig = ocispec.ImageConfig
+
+// withSysctls sets sysctls in the container's namespaces, which the
+// runtime refuses for a namespace the container shares with the board.
+func withSysctls(sysctls map[string]string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		if s.Linux.Sysctl == nil {
+			s.Linux.Sysctl = map[string]string{}
+		}
+		maps.Copy(s.Linux.Sysctl, sysctls)
+		return nil
+	}
+}

@@ -278,3 +278,41 @@ func TestActiveDeadline(t *testing.T) {
 		}
 	}
 }
+
+func TestSysctls(t *testing.T) {
+	for in, want := range map[string]string{
+		"kernel.shm_rmid_forced":            "kernel.shm_rmid_forced",
+		"kernel/shm_rmid_forced":            "kernel.shm_rmid_forced",
+		"net/ipv4/conf/eth0.100/forwarding": "net.ipv4.conf.eth0/100.forwarding",
+		"net.ipv4.conf.eth0/100.forwarding": "net.ipv4.conf.eth0/100.forwarding",
+		"plain":                             "plain",
+	} {
+		if got := dottedSysctl(in); got != want {
+			t.Errorf("dottedSysctl(%q) = %q, want %q", in, got, want)
+		}
+	}
+	pod := func(host bool, names ...string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: host, SecurityContext: &corev1.PodSecurityContext{}}}
+		for _, n := range names {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: n, Value: "1"})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{&corev1.Pod{}, ""},
+		{pod(false, "kernel/shm_rmid_forced", "net.ipv4.tcp_syncookies"), ""},
+		{pod(false, "kernel.msgmax"), `forbidden sysctl: "kernel.msgmax" not allowlisted`},
+		{pod(true, "net.ipv4.tcp_syncookies"), `forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled`},
+		{pod(true, "kernel.shm_rmid_forced"), ""},
+	} {
+		if got := forbiddenSysctl(tc.pod); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.pod.Spec.SecurityContext, got, tc.want)
+		}
+	}
+	if got := podSysctls(pod(false, "kernel/shm_rmid_forced")); got["kernel.shm_rmid_forced"] != "1" || len(got) != 1 {
+		t.Errorf("podSysctls: %v", got)
+	}
+}

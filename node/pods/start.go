@@ -176,6 +176,7 @@ func (m *Manager) containerSpec(ctx context.Context, pod *corev1.Pod, ps *podSta
 		CgroupParent: m.podCgroup(pod.UID),
 		LogPath:      m.logPath(pod.Namespace, pod.Name, pod.UID, c.Name, n),
 		Group:        string(pod.UID),
+		Sysctls:      podSysctls(pod),
 	}
 	if init {
 		s.Labels[labelInit] = "true"

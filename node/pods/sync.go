@@ -41,6 +41,13 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 	if ps.terminating.Load() {
 		return nil
 	}
+	if !isTerminal(pod) && !ps.podFailed && ps.startTime == nil {
+		// Admission, as the kubelet's: the sysctls the board allows.
+		if why := forbiddenSysctl(pod); why != "" {
+			ps.podFailed, ps.failReason, ps.failMessage = true, sysctlReason, "Pod was rejected: "+why
+			m.events.warning(pod, sysctlReason, why)
+		}
+	}
 	if !isTerminal(pod) && !ps.podFailed {
 		if left, ok := activeDeadline(pod, ps, time.Now()); ok && left <= 0 {
 			ps.podFailed, ps.failReason, ps.failMessage = true, deadlineReason, deadlineMessage
