@@ -437,3 +437,32 @@ func push(ctx context.Context, addr string, p platform, specs []imageSpec, log *
 	}
 	return nil
 }
+
+// describe prints each image's reference, platform, digest and compressed
+// size, as made for p.
+func describe(p platform, specs []imageSpec, w io.Writer) error {
+	for _, spec := range specs {
+		img, err := spec.image(p)
+		if err != nil {
+			return err
+		}
+		digest, err := img.Digest()
+		if err != nil {
+			return fmt.Errorf("images: %s: %w", spec.ref, err)
+		}
+		var size int64
+		layers, err := img.Layers()
+		if err != nil {
+			return fmt.Errorf("images: %s: %w", spec.ref, err)
+		}
+		for _, l := range layers {
+			n, err := l.Size()
+			if err != nil {
+				return fmt.Errorf("images: %s: %w", spec.ref, err)
+			}
+			size += n
+		}
+		fmt.Fprintf(w, "registry.k8s.io/%s\t%s\t%s\t%.1f MB\n", spec.ref, p.machine, digest, float64(size)/1e6)
+	}
+	return nil
+}

@@ -40,7 +40,7 @@ type options struct {
 	isle, cache, dir, arch, subset, doc, reportDir, version string
 	nodes, servers, agents                                  int
 	timeout                                                 time.Duration
-	keep, pushOnly                                          bool
+	keep, pushOnly, imagesOnly                              bool
 }
 
 func main() {
@@ -61,6 +61,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 6*time.Hour, "the longest a pass may run")
 	fs.BoolVar(&o.keep, "keep", false, "leave the island running after the run")
 	fs.BoolVar(&o.pushOnly, "push-only", false, "only make the images and push them to the island running in -dir (one kept with -keep, say)")
+	fs.BoolVar(&o.imagesOnly, "images-only", false, "only make the images (for -arch) and print their digests and sizes: no island")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -131,6 +132,9 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		return false, err
 	}
 
+	if o.imagesOnly {
+		return true, describe(p, specs, os.Stdout)
+	}
 	if o.pushOnly {
 		st, err := island.Load(o.dir)
 		if err != nil {
