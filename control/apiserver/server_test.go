@@ -690,3 +690,29 @@ func TestNamedWatch(t *testing.T) {
 		})
 	}
 }
+
+// PodTemplates are kept as they are given, their template checked as a
+// workload's; kubectl's table shows their containers and images.
+func TestPodTemplates(t *testing.T) {
+	e := newEnv(t)
+	const good = `{"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"web"},
+		"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}`
+	created := mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/podtemplates", good), 201)
+	var pt corev1.PodTemplate
+	created.decode(t, &pt)
+	if pt.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways || pt.Template.Spec.Containers[0].TerminationMessagePath == "" {
+		t.Errorf("template not defaulted: %+v", pt.Template.Spec)
+	}
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/podtemplates",
+		`{"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"empty"},"template":{"spec":{"containers":[]}}}`), 422)
+	r := mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/podtemplates", "", "Accept", tableAccept), 200)
+	var tbl metav1.Table
+	r.decode(t, &tbl)
+	if len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells) != "[web c nginx app=web]" {
+		t.Errorf("table rows %+v", tbl.Rows)
+	}
+	mustCode(t, e.admin(t, "PATCH", "/api/v1/namespaces/default/podtemplates/web", `{"metadata":{"labels":{"patched":"true"}}}`,
+		"Content-Type", "application/merge-patch+json"), 200)
+	mustCode(t, e.admin(t, "DELETE", "/api/v1/namespaces/default/podtemplates?labelSelector=patched%3Dtrue", ""), 200)
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/podtemplates/web", ""), 404)
+}

@@ -93,6 +93,13 @@ var configMapColumns = []metav1.TableColumnDefinition{
 	ageColumn(),
 }
 
+var podTemplateColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Containers", typeString, containersDescription),
+	column("Images", typeString, imagesDescription),
+	column("Pod Labels", typeString, metav1.ObjectMeta{}.SwaggerDoc()["labels"]),
+}
+
 var secretColumns = []metav1.TableColumnDefinition{
 	nameColumn(),
 	column("Type", typeString, corev1.Secret{}.SwaggerDoc()["type"]),

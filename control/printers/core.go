@@ -116,6 +116,11 @@ func printConfigMap(cm *corev1.ConfigMap, now time.Time) []interface{} {
 	return []interface{}{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), since(cm.CreationTimestamp, now)}
 }
 
+func printPodTemplate(t *corev1.PodTemplate, _ time.Time) []interface{} {
+	names, images := containerCells(t.Template.Spec.Containers)
+	return []interface{}{t.Name, names, images, labels.FormatLabels(t.Template.Labels)}
+}
+
 func printSecret(s *corev1.Secret, now time.Time) []interface{} {
 	// stringData is write-only: Kubernetes merges it into data on the way in.
 	keys := len(s.Data)

@@ -72,6 +72,11 @@ var handlers = []handler{
 		rows:     typed(cells(printConfigMap), func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }),
 	},
 	{
+		resource: gr("", "podtemplates"),
+		columns:  podTemplateColumns,
+		rows:     typed(cells(printPodTemplate), func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items }),
+	},
+	{
 		resource: gr("", "secrets"),
 		columns:  secretColumns,
 		rows:     typed(cells(printSecret), func(l *corev1.SecretList) []corev1.Secret { return l.Items }),

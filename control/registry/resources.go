@@ -96,6 +96,7 @@ func Table() []*Resource {
 		res(core, "services", "Service", "service", true, &corev1.Service{}, &corev1.ServiceList{}).short("svc").inAll().status(),
 		res(core, "configmaps", "ConfigMap", "configmap", true, &corev1.ConfigMap{}, &corev1.ConfigMapList{}).short("cm"),
 		res(core, "secrets", "Secret", "secret", true, &corev1.Secret{}, &corev1.SecretList{}),
+		res(core, "podtemplates", "PodTemplate", "podtemplate", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}),
 		res(core, "serviceaccounts", "ServiceAccount", "serviceaccount", true, &corev1.ServiceAccount{}, &corev1.ServiceAccountList{}).short("sa"),
 		res(core, "events", "Event", "event", true, &corev1.Event{}, &corev1.EventList{}).short("ev"),
 		res(core, "persistentvolumes", "PersistentVolume", "persistentvolume", false, &corev1.PersistentVolume{}, &corev1.PersistentVolumeList{}).short("pv").status(),

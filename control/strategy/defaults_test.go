@@ -373,10 +373,11 @@ func TestDefaultJobSelectorOnCreate(t *testing.T) {
 
 // TestDefaultUnknownType: objects of other types are left alone.
 func TestDefaultUnknownType(t *testing.T) {
-	pt := &corev1.PodTemplate{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "a"}}}}}
-	Default(pt)
-	if pt.Template.Spec.RestartPolicy != "" {
-		t.Fatalf("PodTemplate was defaulted: %+v", pt.Template.Spec)
+	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{
+		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "a"}}}}}}
+	Default(rc)
+	if rc.Spec.Template.Spec.RestartPolicy != "" {
+		t.Fatalf("ReplicationController was defaulted: %+v", rc.Spec.Template.Spec)
 	}
 	Default(nil)
 	Default((*corev1.Pod)(nil))

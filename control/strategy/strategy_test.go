@@ -14,11 +14,11 @@ import (
 )
 
 func TestUnknownType(t *testing.T) {
-	pt := &corev1.PodTemplate{}
+	rc := &corev1.ReplicationController{}
 	for name, errs := range map[string]field.ErrorList{
-		"create": ValidateCreate(pt),
-		"update": ValidateUpdate(pt, pt),
-		"status": ValidateStatusUpdate(pt, pt),
+		"create": ValidateCreate(rc),
+		"update": ValidateUpdate(rc, rc),
+		"status": ValidateStatusUpdate(rc, rc),
 		"nil":    ValidateCreate(nil),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,8 +108,8 @@ func TestTableCoversServedTypes(t *testing.T) {
 			t.Errorf("entry %v is incomplete", e.typ)
 		}
 	}
-	if len(table) != 22 {
-		t.Errorf("want the 22 served types, got %d", len(table))
+	if len(table) != 23 {
+		t.Errorf("want the 23 served types, got %d", len(table))
 	}
 }
 

@@ -66,6 +66,7 @@ var table = []entry{
 	typed(rules[*corev1.PersistentVolume]{defaults: defaultPersistentVolume, create: validatePersistentVolume, update: validatePersistentVolumeUpdate, status: validatePersistentVolumeStatus}),
 	typed(rules[*corev1.PersistentVolumeClaim]{namespaced: true, defaults: defaultPersistentVolumeClaim, create: validatePersistentVolumeClaim, update: validatePersistentVolumeClaimUpdate, status: validatePersistentVolumeClaimStatus}),
 	typed(rules[*corev1.Endpoints]{namespaced: true, defaults: defaultEndpoints, create: validateEndpoints, update: validateEndpointsUpdate}),
+	typed(rules[*corev1.PodTemplate]{namespaced: true, defaults: defaultPodTemplateObject, create: validatePodTemplateObject, update: validatePodTemplateObjectUpdate}),
 	// apps/v1
 	typed(rules[*appsv1.Deployment]{namespaced: true, defaults: defaultDeployment, create: validateDeployment, update: validateDeploymentUpdate, status: validateDeploymentStatus}),
 	typed(rules[*appsv1.ReplicaSet]{namespaced: true, defaults: defaultReplicaSet, create: validateReplicaSet, update: validateReplicaSetUpdate, status: validateReplicaSetStatus}),

@@ -355,3 +355,17 @@ func validateLeaseSpec(s *coordinationv1.LeaseSpec) field.ErrorList {
 func validateLeaseUpdate(l, old *coordinationv1.Lease) field.ErrorList {
 	return append(validateMetaUpdate(&l.ObjectMeta, &old.ObjectMeta), validateLeaseSpec(&l.Spec)...)
 }
+
+// A PodTemplate is a pod template kept on its own, for whoever makes pods
+// from it: its template is checked as a workload's is.
+func defaultPodTemplateObject(t *corev1.PodTemplate) { defaultPodTemplate(&t.Template) }
+
+func validatePodTemplateObject(t *corev1.PodTemplate) field.ErrorList {
+	errs := validateMeta(&t.ObjectMeta, true, nameIsDNSSubdomain)
+	return append(errs, validatePodTemplateSpec(&t.Template, field.NewPath("template"))...)
+}
+
+func validatePodTemplateObjectUpdate(t, old *corev1.PodTemplate) field.ErrorList {
+	errs := validateMetaUpdate(&t.ObjectMeta, &old.ObjectMeta)
+	return append(errs, validatePodTemplateObject(t)...)
+}
