@@ -58,7 +58,11 @@ func main() {
 	fs.IntVar(&o.nodes, "nodes", 4, "ginkgo processes of the parallel pass")
 	fs.IntVar(&o.servers, "servers", 3, "the island's servers")
 	fs.IntVar(&o.agents, "agents", 2, "the island's agents (the suite needs two schedulable nodes at least)")
-	fs.DurationVar(&o.timeout, "timeout", 6*time.Hour, "the longest a pass may run")
+	// A spec that waits for something isle does not serve may wait for
+	// ever (the endpoints-latency spec waits on core/v1 Endpoints with no
+	// deadline of its own): ginkgo stops such a pass at its timeout and
+	// reports the spec as timed out.
+	fs.DurationVar(&o.timeout, "timeout", 70*time.Minute, "the longest a pass may run: ginkgo then stops the specs still running and reports them timed out")
 	fs.BoolVar(&o.keep, "keep", false, "leave the island running after the run")
 	fs.BoolVar(&o.pushOnly, "push-only", false, "only make the images and push them to the island running in -dir (one kept with -keep, say)")
 	fs.BoolVar(&o.imagesOnly, "images-only", false, "only make the images (for -arch) and print their digests and sizes: no island")
