@@ -100,28 +100,28 @@ test-long: ## the linearizability checker over many more seeds
 	ISLE_LONG_SEEDS=200 $(GO) test -count=1 -race -timeout 60m -run Linearizable ./raft/
 
 bench-store: setup build ## isle vs etcd: 3 members each on loopback, 1/16/64 writers, idle writes
-	$(GO) run ./raft/storebench -isle $(OUT)/isle
+	$(GO) run ./e2e/bench/store -isle $(OUT)/isle
 
 bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, idle disk writes, gossip traffic (IDLE=10m TRIALS=20)
-	$(GO) run ./node/membench -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
+	$(GO) run ./e2e/bench/membership -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
 
 bench-agent: setup build ## an island of a server and an agent board: pod start latency (bound to Running) over 50 pods on the agent, its RSS and idle CPU with them
-	$(GO) run ./node/agentbench -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)
+	$(GO) run ./e2e/bench/agent -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)
 
 bench-network: setup build ## an island of 3 servers and 2 agents: isle up time, TCP throughput and round trips pod to pod against board to board (TRIALS=5 DURATION=5s)
-	$(GO) run ./node/netbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s)
+	$(GO) run ./e2e/bench/network -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s)
 
 bench-traffic: setup build ## an island of a server and 2 agents: HTTP req/s and p99 to a pod through its ClusterIP and the Ingress against its pod IP, DNS queries/s, Service rule updates (TRIALS=5 DURATION=5s CONNS=16)
-	$(GO) run ./node/trafficbench -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s) -conns $(or $(CONNS),16)
+	$(GO) run ./e2e/bench/traffic -isle $(OUT)/isle -trials $(or $(TRIALS),5) -duration $(or $(DURATION),5s) -conns $(or $(CONNS),16)
 
 bench-image: setup build cross ## SD-card image: build time from scratch and cached, compressed size, boot to Node Ready under QEMU -M virt, isle's RSS in the VM with one pod (TRIALS=3 SCRATCH=1)
-	$(GO) run ./images/imagebench -isle $(OUT)/isle -arm64 $(OUT)/isle-linux-arm64 -trials $(or $(TRIALS),3) -scratch=$(if $(filter 0,$(SCRATCH)),false,true)
+	$(GO) run ./e2e/bench/image -isle $(OUT)/isle -arm64 $(OUT)/isle-linux-arm64 -trials $(or $(TRIALS),3) -scratch=$(if $(filter 0,$(SCRATCH)),false,true)
 
 bench-api: setup build ## one isle server over HTTPS: Pod creates, GETs, kubectl's LISTs (Table), server RSS
-	$(GO) run ./control/apibench -isle $(OUT)/isle
+	$(GO) run ./e2e/bench/api -isle $(OUT)/isle
 
 bench-scheduler: setup build ## one isle server: 5,000 pending Pods placed on 100 Nodes, a 100-replica Deployment bound, raft writes per Pod
-	$(GO) run ./control/scheduler/schedbench -isle $(OUT)/isle
+	$(GO) run ./e2e/bench/scheduler -isle $(OUT)/isle
 
 demo: setup build ## a whole cluster on this machine (isle up: 3 servers, 2 agents), the hello app spread over it; installs what it needs
 	./deploy/demo.sh start

@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/e2e/bench/islandbench"
 	"github.com/isle-cluster/isle/node/island"
-	"github.com/isle-cluster/isle/node/islandbench"
 )
 
 func hostArch() string { return runtime.GOARCH }
@@ -83,7 +83,7 @@ func main() {
 
 // run does the whole run; ok is false when a subset's spec did not pass.
 func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) {
-	began := time.Now()
+	began, commit := time.Now(), gitCommit() // the commit tested, not the one checked out when the run ends
 	p, err := lookupPlatform(o.arch)
 	if err != nil {
 		return false, err
@@ -182,7 +182,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		suiteFailures = append(suiteFailures, sf...)
 	}
 
-	sum := summary{commit: gitCommit(), isleVersion: isleVersion(ctx, o.isle), suite: o.version, date: began,
+	sum := summary{commit: commit, isleVersion: isleVersion(ctx, o.isle), suite: o.version, date: began,
 		wall: time.Since(began), results: collect(selected, reports), suiteFailures: suiteFailures,
 		island: fmt.Sprintf("%d servers, %d agents (%s); %d ginkgo processes, then the [Serial] specs alone", o.servers, o.agents, p.machine, o.nodes)}
 	var b strings.Builder

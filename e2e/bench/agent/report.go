@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/isle-cluster/isle/e2e/bench/benchkit"
+)
+
+// results are what the bench measured.
+type results struct {
+	pods      int
+	interval  time.Duration
+	board     string          // the agent board
+	pull      time.Duration   // the first pod's start, pulling the image
+	latencies []time.Duration // the pods' starts, image present
+	before    memory          // the board's isle with no pods
+	with      memory          // with the pods, after the idle time
+	idleCPU   float64         // cores the board's isle used while the pods idled
+	usedFile  uint64          // the binary's pages the board's isle used while the pods idled
+	idle      time.Duration   // how long the pods idled
+}
+
+// header says what ran.
+func (r results) header(w io.Writer) {
+	fmt.Fprintf(w, "%d pods (busybox sleep, image present) bound to agent board %s of an island (1 server, 1 agent), created every %v\n",
+		r.pods, r.board, r.interval)
+}
+
+// table makes the report's rows.
+func (r results) table() benchkit.Table {
+	lat := slices.Sorted(slices.Values(r.latencies))
+	p99 := benchkit.Quantile(lat, 0.99)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	mib := func(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	var t benchkit.Table
+	t.Row("pod start, bound → Running, p50", ms(benchkit.Quantile(lat, 0.5)), "", true)
+	t.Row("pod start, bound → Running, p99", ms(p99), "≤ 1s (kubelet SLO 5s)", p99 <= time.Second)
+	t.Row("pod start, max", ms(lat[len(lat)-1]), "", true)
+	t.Row("first pod, pulling the image", ms(r.pull), "", true)
+	t.Row(fmt.Sprintf("agent RSS with %d pods", r.pods), mib(r.with.rss), "≤ 24 MiB (k3s agent ~270 MB)", r.with.rss <= 24<<20)
+	t.Row("  of which anonymous (heap, stacks)", mib(r.with.anon), "", true)
+	t.Row("  of which file-backed (the binary)", mib(r.with.file), "", true)
+	t.Row(fmt.Sprintf("    of which used in %v at idle", r.idle), mib(r.usedFile), "", true)
+	t.Row("agent peak RSS (VmHWM)", mib(r.with.peak), "", true)
+	t.Row("agent RSS with no pods", mib(r.before.rss), "", true)
+	t.Row(fmt.Sprintf("agent CPU at idle with %d pods", r.pods), fmt.Sprintf("%.2f%% core", 100*r.idleCPU), "", true)
+	return t
+}
