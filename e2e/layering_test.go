@@ -36,11 +36,9 @@ var layeringDebt = []string{
 	"control/cluster -> node/gossip",
 	"control/cluster -> node/vip",
 	"control/controllers -> node/gossip",
-	"node/agent -> control/metrics",
 	"node/agent -> control/pki",
 	"node/bootstrap -> control/pki",
 	"node/island -> control/pki",
-	"node/pods -> control/metrics",
 }
 
 func under(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }

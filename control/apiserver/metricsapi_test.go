@@ -19,6 +19,7 @@ import (
 	"github.com/isle-cluster/isle/control/apiserver"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
@@ -79,7 +80,7 @@ func reportJSON(nodeCPU string, pods ...[3]string) string {
 
 func (e *env) report(t *testing.T, token, body string) response {
 	t.Helper()
-	return e.do(t, req{method: "POST", path: resourcemetrics.ReportPath, token: token, body: body,
+	return e.do(t, req{method: "POST", path: wire.ReportPath, token: token, body: body,
 		header: map[string]string{"Content-Type": "application/json"}})
 }
 
@@ -100,7 +101,7 @@ func TestUsageReportRefusals(t *testing.T) {
 		{"malformed", nodeAToken, `{"timestamp":`, nil, "POST", 400, "invalid usage report: decode"},
 		{"invalid quantity", nodeAToken, strings.Replace(reportJSON("1"), `"cpu":"1"`, `"cpu":"-2"`, 1), nil, "POST", 400,
 			`node[cpu]: Invalid value: "-2": must be greater than or equal to 0`},
-		{"too large", nodeAToken, bigBody(resourcemetrics.MaxReportBytes + 10), nil, "POST", 413, "limit is 1048576"},
+		{"too large", nodeAToken, bigBody(wire.MaxReportBytes + 10), nil, "POST", 413, "limit is 1048576"},
 		{"YAML", nodeAToken, reportJSON("1"), map[string]string{"Content-Type": "application/yaml"}, "POST", 415, "accepted media types: application/json"},
 		{"GET", nodeAToken, "", nil, "GET", 405, "GET is not supported"},
 	}
@@ -110,7 +111,7 @@ func TestUsageReportRefusals(t *testing.T) {
 			for k, v := range tc.header {
 				h[k] = v
 			}
-			r := e.do(t, req{method: tc.method, path: resourcemetrics.ReportPath, token: tc.token, body: tc.body, header: h})
+			r := e.do(t, req{method: tc.method, path: wire.ReportPath, token: tc.token, body: tc.body, header: h})
 			st := mustCode(t, r, tc.code).status(t)
 			if !strings.Contains(st.Message, tc.want) {
 				t.Errorf("message %q, want it to contain %q", st.Message, tc.want)

@@ -26,6 +26,7 @@ import (
 
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // KubeVersion is the Kubernetes version isle's API corresponds to. kubectl
@@ -55,7 +56,7 @@ type Config struct {
 	// Metrics is the registry for /metrics. nil: a new one.
 	Metrics *prometheus.Registry
 	// Usage keeps the resource usage nodes report (POST to
-	// resourcemetrics.ReportPath); metrics.k8s.io/v1beta1 is served from
+	// wire.ReportPath); metrics.k8s.io/v1beta1 is served from
 	// it, for kubectl top. nil: neither is served.
 	Usage *resourcemetrics.Cache
 	// NodeTLS is the client configuration for the node agents' streaming
@@ -132,7 +133,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	}
 	// Usage reports are authenticated by the node credential, like the
 	// Kubernetes API, not by the cluster token as the rest of /isle/ is.
-	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil && !(path == resourcemetrics.ReportPath && s.cfg.Usage != nil) {
+	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil && !(path == wire.ReportPath && s.cfg.Usage != nil) {
 		s.cfg.Extra.ServeHTTP(w, r)
 		return "isle", ""
 	}
@@ -149,7 +150,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	case path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
 		return "openapi", ""
-	case path == resourcemetrics.ReportPath && s.cfg.Usage != nil:
+	case path == wire.ReportPath && s.cfg.Usage != nil:
 		s.serveReport(w, r, u)
 		return "report", ""
 	case strings.HasPrefix(path, metricsPrefix) && strings.Trim(path[len(metricsPrefix):], "/") != "" && s.cfg.Usage != nil:

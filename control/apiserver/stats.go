@@ -17,10 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // serveReport receives a node agent's usage report (POST
-// resourcemetrics.ReportPath, package metrics) and keeps it in this server's
+// wire.ReportPath, package metrics) and keeps it in this server's
 // cache. Only nodes may report, each its own usage and its own pods'.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, u *User) {
 	if r.Method != http.MethodPost {
@@ -34,7 +35,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, u *User) {
 			return
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, resourcemetrics.MaxReportBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxReportBytes+1))
 	if err != nil {
 		s.writeError(w, r, apierrors.NewBadRequest("read the request body: "+err.Error()))
 		return

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // Why a report is refused; Receive's errors wrap one of them.
@@ -22,7 +24,7 @@ var (
 	ErrInvalid = errors.New("invalid usage report")
 	// ErrForbidden: the sender may not report what it sent (HTTP 403).
 	ErrForbidden = errors.New("usage report refused")
-	// ErrTooLarge: the body is over MaxReportBytes (HTTP 413).
+	// ErrTooLarge: the body is over wire.MaxReportBytes (HTTP 413).
 	ErrTooLarge = errors.New("usage report too large")
 )
 
@@ -143,14 +145,14 @@ func (c *Cache) Receive(node string, body []byte, lookup PodLookup) error {
 
 // check decodes and validates a report; its Pods are left with the ones
 // to keep.
-func (c *Cache) check(node string, body []byte, lookup PodLookup) (*Report, error) {
+func (c *Cache) check(node string, body []byte, lookup PodLookup) (*wire.Report, error) {
 	if node == "" {
 		return nil, fmt.Errorf("%w: only nodes report usage, with their node credential", ErrForbidden)
 	}
-	if len(body) > MaxReportBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit is %d", ErrTooLarge, len(body), MaxReportBytes)
+	if len(body) > wire.MaxReportBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit is %d", ErrTooLarge, len(body), wire.MaxReportBytes)
 	}
-	r := &Report{}
+	r := &wire.Report{}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(r); err != nil {
@@ -181,7 +183,7 @@ func (c *Cache) check(node string, body []byte, lookup PodLookup) (*Report, erro
 }
 
 // keep stores the samples of a checked report.
-func (c *Cache) keep(node string, r *Report) {
+func (c *Cache) keep(node string, r *wire.Report) {
 	now := c.cfg.Now()
 	s := sample{received: now, timestamp: r.Timestamp, window: r.Window}
 	c.mu.Lock()

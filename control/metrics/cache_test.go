@@ -16,6 +16,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // clock is a settable clock.
@@ -55,13 +56,13 @@ func usage(cpu, mem string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
 }
 
-func pod(name, uid, cpu string) metrics.PodUsage {
-	return metrics.PodUsage{Namespace: "default", Name: name, UID: types.UID(uid),
+func pod(name, uid, cpu string) wire.PodUsage {
+	return wire.PodUsage{Namespace: "default", Name: name, UID: types.UID(uid),
 		Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: usage(cpu, "20Mi")}}}
 }
 
-func report(at time.Time, pods ...metrics.PodUsage) *metrics.Report {
-	return &metrics.Report{Timestamp: metav1.NewTime(at), Window: metav1.Duration{Duration: 15 * time.Second},
+func report(at time.Time, pods ...wire.PodUsage) *wire.Report {
+	return &wire.Report{Timestamp: metav1.NewTime(at), Window: metav1.Duration{Duration: 15 * time.Second},
 		Node: usage("250m", "300Mi"), Pods: pods}
 }
 
@@ -83,7 +84,7 @@ func newCache(t *testing.T, cfg metrics.Config) (*metrics.Cache, *clock, *promet
 
 func TestReceiveRefusesBadReports(t *testing.T) {
 	tooManyPods := report(t0)
-	for i := range metrics.MaxPodsPerReport + 1 {
+	for i := range wire.MaxPodsPerReport + 1 {
 		tooManyPods.Pods = append(tooManyPods.Pods, pod("p"+strings.Repeat("x", i%3)+string(rune('a'+i%26)), "u", "1m"))
 	}
 	for _, tc := range []struct {
@@ -102,14 +103,14 @@ func TestReceiveRefusesBadReports(t *testing.T) {
 			metrics.ErrInvalid, "quantities must match"},
 		{"no timestamp", "pi1", body(t, report(time.Time{})), metrics.ErrInvalid, "timestamp: Required value"},
 		{"clock of 1970", "pi1", body(t, report(time.Unix(0, 0))), metrics.ErrInvalid, "is the board's clock set"},
-		{"window too short", "pi1", body(t, func() *metrics.Report { r := report(t0); r.Window.Duration = time.Millisecond; return r }()),
+		{"window too short", "pi1", body(t, func() *wire.Report { r := report(t0); r.Window.Duration = time.Millisecond; return r }()),
 			metrics.ErrInvalid, "window: Invalid value: \"1ms\": must be between 1s and 10m0s"},
-		{"node memory missing", "pi1", body(t, func() *metrics.Report { r := report(t0); delete(r.Node, corev1.ResourceMemory); return r }()),
+		{"node memory missing", "pi1", body(t, func() *wire.Report { r := report(t0); delete(r.Node, corev1.ResourceMemory); return r }()),
 			metrics.ErrInvalid, "node[memory]: Required value"},
 		{"negative cpu", "pi1", body(t, report(t0, pod("web-1", "uid-1", "-1m"))), metrics.ErrInvalid,
 			"pods[0].containers[0].usage[cpu]: Invalid value: \"-1m\": must be greater than or equal to 0"},
 		{"absurd cpu", "pi1", body(t, report(t0, pod("web-1", "uid-1", "1M"))), metrics.ErrInvalid, "must be less than or equal to 4096"},
-		{"unknown resource", "pi1", body(t, func() *metrics.Report {
+		{"unknown resource", "pi1", body(t, func() *wire.Report {
 			r := report(t0)
 			r.Node["nvidia.com/gpu"] = resource.MustParse("1")
 			return r
@@ -118,10 +119,10 @@ func TestReceiveRefusesBadReports(t *testing.T) {
 		{"no uid", "pi1", body(t, report(t0, pod("web-1", "", "1m"))), metrics.ErrInvalid, "pods[0].uid: Required value"},
 		{"duplicate pod", "pi1", body(t, report(t0, pod("web-1", "uid-1", "1m"), pod("web-1", "uid-1", "1m"))), metrics.ErrInvalid,
 			`pods[1]: Duplicate value: "default/web-1"`},
-		{"no containers", "pi1", body(t, report(t0, metrics.PodUsage{Namespace: "default", Name: "web-1", UID: "uid-1"})),
+		{"no containers", "pi1", body(t, report(t0, wire.PodUsage{Namespace: "default", Name: "web-1", UID: "uid-1"})),
 			metrics.ErrInvalid, "pods[0].containers: Required value"},
 		{"too many pods", "pi1", body(t, tooManyPods), metrics.ErrInvalid, "pods: Too many: 251: must have at most 250 items"},
-		{"too large", "pi1", make([]byte, metrics.MaxReportBytes+1), metrics.ErrTooLarge, "limit is 1048576"},
+		{"too large", "pi1", make([]byte, wire.MaxReportBytes+1), metrics.ErrTooLarge, "limit is 1048576"},
 		{"another node's pod", "pi1", body(t, report(t0, pod("web-1", "uid-1", "1m"), pod("other", "uid-3", "1m"))), metrics.ErrForbidden,
 			`node "pi1" may not report pod default/other: it is bound to node "pi2"`},
 		{"an unbound pod", "pi1", body(t, report(t0, pod("nowhere", "uid-4", "1m"))), metrics.ErrForbidden, "it is not bound to a node"},

@@ -8,11 +8,10 @@
 //
 // The contract:
 //
-//   - every ReportInterval (15 s) an agent POSTs one Report (JSON, at most
-//     MaxReportBytes) to ReportPath on each alive server's API address,
-//     authenticated by its node credential; the usage in it is the average
-//     over [timestamp-window, timestamp], as in metrics.k8s.io;
-//   - a report is checked strictly (Report.Validate: names, quantities,
+//   - every wire.ReportInterval (15 s) an agent POSTs one wire.Report to
+//     wire.ReportPath on each alive server's API address (package wire has
+//     the report's format and bounds);
+//   - a report is checked strictly (wire.Report.Validate: names, quantities,
 //     window, clock skew, bounds) and refused whole when invalid (ErrInvalid,
 //     400) or when it names a pod bound to another node (ErrForbidden, 403):
 //     a node reports its own usage and its own pods only. Pods the server

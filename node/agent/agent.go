@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/containers"
@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	go stats.run(ctx, resourcemetrics.ReportInterval)
+	go stats.run(ctx, wire.ReportInterval)
 	go a.watchPressure(ctx)
 	return a.run(ctx)
 }

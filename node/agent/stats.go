@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 )
 
@@ -27,14 +27,14 @@ import (
 // runs containers (the containerd part of the agent), NoPodStats stands in
 // and the agent reports its board's usage with no pods.
 type PodStats interface {
-	PodUsage(ctx context.Context) ([]resourcemetrics.PodUsage, error)
+	PodUsage(ctx context.Context) ([]wire.PodUsage, error)
 }
 
 // NoPodStats reports no pods: this board runs none yet.
 type NoPodStats struct{}
 
 // PodUsage returns nothing.
-func (NoPodStats) PodUsage(context.Context) ([]resourcemetrics.PodUsage, error) { return nil, nil }
+func (NoPodStats) PodUsage(context.Context) ([]wire.PodUsage, error) { return nil, nil }
 
 // statsPusher reports the board's usage and its pods' to every alive
 // server every interval (package metrics has the protocol). Nothing is
@@ -62,7 +62,7 @@ func newStatsPusher(cred Credential, servers *servers, pods PodStats, log *slog.
 		return nil, errors.New("agent: usage reports: the credential's CA certificate does not parse")
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: APIServerName, MinVersion: tls.VersionTLS12},
-		MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * resourcemetrics.ReportInterval}
+		MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
 	if pods == nil {
 		pods = NoPodStats{}
 	}
@@ -119,7 +119,7 @@ func (p *statsPusher) report(ctx context.Context, at time.Time, window time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("pod usage: %w", err)
 	}
-	r := resourcemetrics.Report{
+	r := wire.Report{
 		Timestamp: metav1.NewTime(at), Window: metav1.Duration{Duration: window},
 		Node: corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewScaledQuantity(int64(cores*1e9), resource.Nano),
@@ -148,7 +148,7 @@ func (p *statsPusher) send(ctx context.Context, body []byte) {
 }
 
 func (p *statsPusher) post(ctx context.Context, addr string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+resourcemetrics.ReportPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+wire.ReportPath, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

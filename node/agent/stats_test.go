@@ -16,15 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 )
 
 // fakePods is a runtime with one pod.
 type fakePods struct{}
 
-func (fakePods) PodUsage(context.Context) ([]resourcemetrics.PodUsage, error) {
-	return []resourcemetrics.PodUsage{{Namespace: "default", Name: "web-1", UID: "u1",
+func (fakePods) PodUsage(context.Context) ([]wire.PodUsage, error) {
+	return []wire.PodUsage{{Namespace: "default", Name: "web-1", UID: "u1",
 		Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("120m"), corev1.ResourceMemory: resource.MustParse("30Mi")}}}}}, nil
 }
@@ -32,18 +32,18 @@ func (fakePods) PodUsage(context.Context) ([]resourcemetrics.PodUsage, error) {
 // reportSink is a server that keeps the reports it gets.
 type reportSink struct {
 	mu      sync.Mutex
-	reports []resourcemetrics.Report
+	reports []wire.Report
 	auth    []string
 	refuse  bool
 }
 
 func (s *reportSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != resourcemetrics.ReportPath || r.Header.Get("Content-Type") != "application/json" {
+	if r.Method != http.MethodPost || r.URL.Path != wire.ReportPath || r.Header.Get("Content-Type") != "application/json" {
 		http.Error(w, "bad request line", http.StatusNotFound)
 		return
 	}
 	b, _ := io.ReadAll(r.Body)
-	var rep resourcemetrics.Report
+	var rep wire.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -61,10 +61,10 @@ func (s *reportSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *reportSink) got() ([]resourcemetrics.Report, []string) {
+func (s *reportSink) got() ([]wire.Report, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]resourcemetrics.Report(nil), s.reports...), append([]string(nil), s.auth...)
+	return append([]wire.Report(nil), s.reports...), append([]string(nil), s.auth...)
 }
 
 // lockedBuffer is a log destination tests read while the pusher writes.

@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/containers"
 )
 
@@ -29,7 +29,7 @@ type usage struct {
 // PodUsage reports the CPU (averaged since the previous call) and memory
 // (working set) of each running container of the board's pods, read from
 // their cgroups: the agent's usage reports (kubectl top, the HPA).
-func (m *Manager) PodUsage(ctx context.Context) ([]resourcemetrics.PodUsage, error) {
+func (m *Manager) PodUsage(ctx context.Context) ([]wire.PodUsage, error) {
 	m.usage.mu.Lock()
 	defer m.usage.mu.Unlock()
 	if m.usage.prev == nil {
@@ -37,7 +37,7 @@ func (m *Manager) PodUsage(ctx context.Context) ([]resourcemetrics.PodUsage, err
 	}
 	now := time.Now()
 	seen := map[string]bool{}
-	var out []resourcemetrics.PodUsage
+	var out []wire.PodUsage
 	m.mu.Lock()
 	states := make([]*podState, 0, len(m.state))
 	for _, ps := range m.state {
@@ -46,7 +46,7 @@ func (m *Manager) PodUsage(ctx context.Context) ([]resourcemetrics.PodUsage, err
 	m.mu.Unlock()
 	for _, ps := range states {
 		ns, name := ps.names()
-		pu := resourcemetrics.PodUsage{Namespace: ns, Name: name, UID: ps.uid}
+		pu := wire.PodUsage{Namespace: ns, Name: name, UID: ps.uid}
 		for _, c := range ps.all() {
 			if c.State != containers.Running || c.Cgroup == "" {
 				continue

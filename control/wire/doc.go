@@ -1,0 +1,15 @@
+// Package wire is isle's own side protocol between the boards and the
+// servers, the /isle/v1 paths beside the Kubernetes API: what travels
+// (paths, request and response types, their bounds and their checks),
+// never how a server answers it. The control plane serves it; node
+// agents and the command line are its clients, and this package is the
+// one part of control/ they import.
+//
+// Usage reports (stats.go): every ReportInterval an agent POSTs one
+// Report (JSON, at most MaxReportBytes) to ReportPath on each alive
+// server's API address, authenticated by its node credential; the usage
+// in it is the average over [timestamp-window, timestamp], as in
+// metrics.k8s.io. A report is checked whole by Report.Validate (names,
+// quantities, window, clock skew, bounds); package control/metrics keeps
+// what it says.
+package wire
