@@ -35,7 +35,6 @@ var layeringDebt = []string{
 	"control/cluster -> node/bootstrap",
 	"control/cluster -> node/gossip",
 	"control/cluster -> node/vip",
-	"control/controllers -> node/gossip",
 	"node/agent -> control/pki",
 	"node/bootstrap -> control/pki",
 	"node/island -> control/pki",

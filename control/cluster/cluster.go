@@ -302,7 +302,7 @@ func Run(ctx context.Context, cfg Config) error {
 			opts = append(opts, controllers.WithActivity(l.Activity))
 		}
 		table := append(controllers.Table(store, log, opts...),
-			controllers.NewNodeLifecycle(store, g, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
+			controllers.NewNodeLifecycle(store, gossipLiveness{g}, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)
 	})
 	go func() {

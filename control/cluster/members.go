@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -231,3 +232,27 @@ func (m *membership) nodeLease(node string) (*coordinationv1.Lease, bool) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// gossipLiveness shows the node lifecycle controller the gossip
+// membership as the controller's own Boards.
+type gossipLiveness struct{ g *gossip.Gossip }
+
+func (l gossipLiveness) Changed() <-chan struct{} { return l.g.Changed() }
+
+func (l gossipLiveness) Boards() []controllers.Board {
+	members := l.g.Members()
+	out := make([]controllers.Board, 0, len(members))
+	for _, m := range members {
+		st := controllers.BoardAlive
+		switch m.State {
+		case gossip.Suspect:
+			st = controllers.BoardSuspect
+		case gossip.Dead:
+			st = controllers.BoardDead
+		case gossip.Left:
+			st = controllers.BoardLeft
+		}
+		out = append(out, controllers.Board{Name: m.Name, State: st})
+	}
+	return out
+}

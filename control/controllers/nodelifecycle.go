@@ -15,16 +15,36 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/node/gossip"
 )
 
 // Liveness is what the node lifecycle controller knows of the boards:
-// their gossip membership. No board renews anything in the store to say
-// it is alive; the leader reads it from gossip.
+// the cluster's membership (gossip, which the board's assembly adapts).
+// No board renews anything in the store to say it is alive; the leader
+// reads it from the membership.
 type Liveness interface {
-	Members() []gossip.Member
+	// Boards are the members known, each once.
+	Boards() []Board
+	// Changed is closed at the next change of a member (a suspicion may
+	// come without one: Boards is read at each resync too).
 	Changed() <-chan struct{}
 }
+
+// Board is a member of the cluster's membership, by its Node's name.
+type Board struct {
+	Name  string
+	State BoardState
+}
+
+// BoardState is a member's standing in the membership.
+type BoardState string
+
+// The states of a member.
+const (
+	BoardAlive   BoardState = "alive"
+	BoardSuspect BoardState = "suspect" // missed probes; others may still refute it
+	BoardDead    BoardState = "dead"    // declared failed
+	BoardLeft    BoardState = "left"    // said goodbye
+)
 
 // NodeLifecycleConfig tunes the node lifecycle controller.
 type NodeLifecycleConfig struct {
@@ -162,8 +182,8 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 		c.log.Warn("nodelifecycle: list nodes", "err", err)
 		return
 	}
-	members := map[string]gossip.Member{}
-	for _, m := range c.liveness.Members() {
+	members := map[string]Board{}
+	for _, m := range c.liveness.Boards() {
 		members[m.Name] = m
 	}
 	items := list.(*corev1.NodeList).Items
@@ -184,9 +204,9 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 		switch {
 		case !seen && now.Sub(started) >= c.cfg.Grace:
 			msg = msgNeverSeen
-		case seen && m.State == gossip.Dead:
+		case seen && m.State == BoardDead:
 			msg = msgDead
-		case seen && m.State == gossip.Left:
+		case seen && m.State == BoardLeft:
 			msg = msgLeft
 		}
 		if msg != "" && readyStatus(n) != corev1.ConditionUnknown {
