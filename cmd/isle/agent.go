@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/isle-cluster/isle/control/apiserver"
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/bootstrap"
@@ -153,11 +153,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	defer func() { _ = g.Leave(2 * time.Second) }()
 	if f.mdns {
-		ca, err := pki.ParseCertPEM(cred.CACert)
+		ca, err := wire.ParseCertPEM(cred.CACert)
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		if stop := gossip.AdvertiseOnLAN(cred.Name, addr, f.gossipPort, pki.CAHash(ca), log); stop != nil {
+		if stop := gossip.AdvertiseOnLAN(cred.Name, addr, f.gossipPort, wire.CAHash(ca), log); stop != nil {
 			defer stop()
 		}
 	}
@@ -190,7 +190,7 @@ func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.L
 	if f.token == "" {
 		return agent.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
 	}
-	tok, err := pki.ParseToken(f.token)
+	tok, err := wire.ParseToken(f.token)
 	if err != nil {
 		return agent.Credential{}, fmt.Errorf("agent: --token: %w", err)
 	}

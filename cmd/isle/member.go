@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/isle-cluster/isle/control/cluster"
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/bootstrap"
 )
 
@@ -71,7 +71,7 @@ elsewhere give --server host:port and --token.`,
 	return cmd
 }
 
-func (f memberFlags) target() (server string, tok pki.Token, err error) {
+func (f memberFlags) target() (server string, tok wire.Token, err error) {
 	server, token := f.server, f.token
 	if server == "" || token == "" {
 		id, err := cluster.LoadIdentity(f.dataDir)
@@ -89,7 +89,7 @@ func (f memberFlags) target() (server string, tok pki.Token, err error) {
 			server = strings.TrimPrefix(u, "https://")
 		}
 	}
-	if tok, err = pki.ParseToken(token); err != nil {
+	if tok, err = wire.ParseToken(token); err != nil {
 		return "", tok, fmt.Errorf("member: --token: %w", err)
 	}
 	return server, tok, nil

@@ -29,6 +29,7 @@ import (
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/stream"
 	"github.com/isle-cluster/isle/raft/rafttest"
@@ -99,7 +100,7 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 			t.Fatal(err)
 		}
 	}
-	csr, key, err := pki.NewCSR("pi2")
+	csr, key, err := wire.NewCSR("pi2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 	// The API server.
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: quiet})
-	nodeTLS, err := ca.ClientConfig(pki.APIServerUser, nil, nil)
+	nodeTLS, err := ca.ClientConfig(wire.APIServerUser, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

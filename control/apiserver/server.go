@@ -62,7 +62,7 @@ type Config struct {
 	// NodeTLS is the client configuration for the node agents' streaming
 	// servers, to which pods/log, pods/exec and pods/attach are proxied:
 	// the cluster CA as the only root and this server's client certificate
-	// (pki.APIServerUser). The agent is verified by its node's name. nil:
+	// (wire.APIServerUser). The agent is verified by its node's name. nil:
 	// those subresources answer 503.
 	NodeTLS *tls.Config
 	// ProxyDial dials the pods and endpoints that pods/proxy and

@@ -32,6 +32,7 @@ import (
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/bootstrap"
@@ -222,7 +223,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer func() { _ = g.Leave(2 * time.Second) }()
 	if cfg.MDNS {
-		if stop := gossip.AdvertiseOnLAN(cfg.Name, cfg.Address, cfg.GossipPort, pki.CAHash(id.CA.Cert), log); stop != nil {
+		if stop := gossip.AdvertiseOnLAN(cfg.Name, cfg.Address, cfg.GossipPort, wire.CAHash(id.CA.Cert), log); stop != nil {
 			defer stop()
 		}
 	}
@@ -236,7 +237,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// The API server's client certificate for the boards' streaming servers.
-	nodeTLS, err := id.CA.ClientConfig(pki.APIServerUser, nil, time.Now)
+	nodeTLS, err := id.CA.ClientConfig(wire.APIServerUser, nil, time.Now)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -373,7 +374,7 @@ func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identi
 // cfg.Join and asks one to add this server as a store learner; it saves
 // the cluster identity and the board's node credential.
 func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, error) {
-	tok, err := pki.ParseToken(cfg.Token)
+	tok, err := wire.ParseToken(cfg.Token)
 	if err != nil {
 		return Identity{}, nil, fmt.Errorf("--token: %w", err)
 	}

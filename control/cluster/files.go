@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
@@ -32,7 +33,7 @@ const (
 // Identity is what a server needs to prove and to trust: the token and
 // the CA (with its key).
 type Identity struct {
-	Token pki.Token
+	Token wire.Token
 	CA    *pki.CA
 }
 
@@ -68,7 +69,7 @@ func LoadIdentity(dir string) (Identity, error) {
 	if err != nil {
 		return id, fmt.Errorf("load identity: %w (is %s the data directory of an isle server?)", err, dir)
 	}
-	if id.Token, err = pki.ParseToken(strings.TrimSpace(string(tb))); err != nil {
+	if id.Token, err = wire.ParseToken(strings.TrimSpace(string(tb))); err != nil {
 		return id, fmt.Errorf("load identity: %s: %w", filepath.Join(dir, tokenFile), err)
 	}
 	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
@@ -86,7 +87,7 @@ func LoadIdentity(dir string) (Identity, error) {
 	if id.CA, err = pki.ParseCA(certPEM, keyPEM); err != nil {
 		return id, fmt.Errorf("load identity: %w", err)
 	}
-	if pki.CAHash(id.CA.Cert) != id.Token.CAHash {
+	if wire.CAHash(id.CA.Cert) != id.Token.CAHash {
 		return id, errors.New("load identity: the token's CA hash does not match pki/ca.crt")
 	}
 	return id, nil
@@ -98,7 +99,7 @@ func newIdentity(now time.Time) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	tok, err := pki.NewToken(ca)
+	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		return Identity{}, err
 	}

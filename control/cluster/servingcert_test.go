@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/rafttest"
@@ -42,11 +43,11 @@ func TestServingCertHandler(t *testing.T) {
 		now: time.Now,
 	}
 	// The join handler behind the same mux wants the cluster token.
-	srv := httptest.NewServer(isleHandler(h, &joinHandler{id: Identity{Token: pki.Token{Secret: "cluster-secret"}}, log: h.log}))
+	srv := httptest.NewServer(isleHandler(h, &joinHandler{id: Identity{Token: wire.Token{Secret: "cluster-secret"}}, log: h.log}))
 	t.Cleanup(srv.Close)
 
 	// The request names another node: the certificate is the token's.
-	csr, _, err := pki.NewCSR("pi9")
+	csr, _, err := wire.NewCSR("pi9")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"time"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // Validity periods and the backdating applied to every NotBefore.
@@ -82,7 +82,7 @@ func NewCA(commonName string, now time.Time) (*CA, error) {
 // PKCS #8 ("PRIVATE KEY"). It checks that the certificate is a CA allowed to
 // sign certificates and that the key is its P-256 key.
 func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
-	cert, err := ParseCertPEM(certPEM)
+	cert, err := wire.ParseCertPEM(certPEM)
 	if err != nil {
 		return nil, fmt.Errorf("pki: parse CA: %w", err)
 	}
@@ -113,15 +113,6 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// CAHash returns "sha256:<hex>" of the certificate's SubjectPublicKeyInfo,
-// the format of kubeadm's --discovery-token-ca-cert-hash.
-func CAHash(cert *x509.Certificate) string {
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return hashPrefix + hex.EncodeToString(sum[:])
-}
-
-const hashPrefix = "sha256:"
-
 func newKey() (*ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -150,22 +141,6 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 		return nil, fmt.Errorf("marshal private key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: pemECPrivateKey, Bytes: der}), nil
-}
-
-// ParseCertPEM parses the first PEM block, which must be a certificate.
-func ParseCertPEM(data []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("certificate: no PEM block found")
-	}
-	if block.Type != pemCertificate {
-		return nil, fmt.Errorf("certificate: PEM block is %q, want %q", block.Type, pemCertificate)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("certificate: %w", err)
-	}
-	return cert, nil
 }
 
 // parseKeyPEM parses an ECDSA P-256 private key, skipping a leading

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 func TestNewCAParseCARoundTrip(t *testing.T) {
@@ -302,7 +304,7 @@ func TestCAHash(t *testing.T) {
 	}
 	sum := sha256.Sum256(spki)
 	want := "sha256:" + hex.EncodeToString(sum[:])
-	if got := CAHash(ca.Cert); got != want {
+	if got := wire.CAHash(ca.Cert); got != want {
 		t.Errorf("CAHash = %q, want sha256 of SPKI %q", got, want)
 	}
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(want) {
@@ -312,10 +314,10 @@ func TestCAHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := CAHash(parsed.Cert); got != want {
+	if got := wire.CAHash(parsed.Cert); got != want {
 		t.Errorf("CAHash after ParseCA = %q, want %q", got, want)
 	}
-	if CAHash(mustCA(t, "isle-ca").Cert) == want {
+	if wire.CAHash(mustCA(t, "isle-ca").Cert) == want {
 		t.Error("two CAs have the same hash")
 	}
 }

@@ -14,20 +14,20 @@
 // and the organizations are its groups (the admin is CN=isle-admin,
 // O=system:masters). Every NotBefore is backdated by ClockSkew, because
 // boards without a real-time clock may boot with a clock slightly behind.
-// CAHash is kubeadm's discovery-token-ca-cert-hash: "sha256:" followed by
+// wire.CAHash is kubeadm's discovery-token-ca-cert-hash: "sha256:" followed by
 // the hex SHA-256 of the CA's SubjectPublicKeyInfo.
 //
 // # Node agents' serving certificates
 //
 // A node agent's streaming server (kubectl logs, exec and attach, which the
 // API servers proxy to it) serves a certificate from IssueNodeServing: the
-// board sends a certificate request (NewCSR) for a key it keeps, and the
+// board sends a certificate request (wire.NewCSR) for a key it keeps, and the
 // CA signs that key for the DNS name of the node the board's credential
 // belongs to, and nothing else: no IP addresses and none of the names API
 // server certificates carry, because clients of the API servers trust the
 // same CA. The streaming server accepts only the API servers' client
-// certificate (CN=APIServerUser, from ClientConfig, which renews it when
-// RenewalDue), and the API servers verify it by the node's name.
+// certificate (CN=wire.APIServerUser, from ClientConfig, which renews it when
+// wire.RenewalDue), and the API servers verify it by the node's name.
 //
 // # Join token
 //
@@ -37,8 +37,9 @@
 //	ISLE1::<64 lowercase hex: SHA-256 of the CA's SubjectPublicKeyInfo>::<32 base32 chars: 160-bit secret>
 //
 // where the secret uses the RFC 4648 alphabet in lower case (a-z, 2-7)
-// without padding. ParseToken accepts either case and surrounding blanks.
-// A joiner that knows only the token connects with PinnedClientConfig: the
+// without padding. Package wire has the format (wire.Token, wire.ParseToken,
+// which accepts either case and surrounding blanks) and the joiner's side:
+// a joiner that knows only the token connects with wire.PinnedClientConfig: the
 // server must send the CA certificate in its chain (ServerConfig does), and
 // the connection is accepted only if that CA's key matches the hash and the
 // leaf verifies against it.

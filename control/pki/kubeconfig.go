@@ -7,6 +7,8 @@ import (
 	"net/url"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // The kubeconfig schema (client-go's clientcmd/api/v1), reduced to the
@@ -92,7 +94,7 @@ func checkKubeconfigArgs(cluster, server string, caPEM []byte, user string, cert
 	if u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("server URL %q: want https://host[:port]", server)
 	}
-	if _, err := ParseCertPEM(caPEM); err != nil {
+	if _, err := wire.ParseCertPEM(caPEM); err != nil {
 		return fmt.Errorf("CA %w", err)
 	}
 	hasCert := len(certPEM) > 0 || len(keyPEM) > 0

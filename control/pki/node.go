@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -14,37 +13,14 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// APIServerUser is the user (common name) of the client certificate the API
-// servers present to the node agents' streaming servers, which accept no
-// other client. The API server itself grants this user nothing.
-const APIServerUser = "isle:apiserver"
+	"github.com/isle-cluster/isle/control/wire"
+)
 
 // ErrReservedName is a node name that API server certificates carry
 // (localhost, kubernetes.default.svc, ...): a node's serving certificate
 // for it would let the board pass itself off as an API server.
 var ErrReservedName = errors.New("the name is one that API server certificates carry")
-
-const pemCertificateRequest = "CERTIFICATE REQUEST"
-
-// NewCSR makes a P-256 key and a certificate request for it naming
-// commonName; the CA decides the certificate's names (IssueNodeServing).
-func NewCSR(commonName string) (csrPEM, keyPEM []byte, err error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, nil, fmt.Errorf("pki: new certificate request: %w", err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: commonName}}, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pki: new certificate request: %w", err)
-	}
-	keyPEM, err = encodeKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pki: new certificate request: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: pemCertificateRequest, Bytes: der}), keyPEM, nil
-}
 
 // IssueNodeServing issues the serving certificate of a node agent's
 // streaming server (ExtKeyUsageServerAuth, valid for LeafValidity) for the
@@ -83,8 +59,8 @@ func parseCSR(csrPEM []byte) (*ecdsa.PublicKey, error) {
 	if block == nil {
 		return nil, errors.New("certificate request: no PEM block found")
 	}
-	if block.Type != pemCertificateRequest {
-		return nil, fmt.Errorf("certificate request: PEM block is %q, want %q", block.Type, pemCertificateRequest)
+	if block.Type != wire.PEMCertificateRequest {
+		return nil, fmt.Errorf("certificate request: PEM block is %q, want %q", block.Type, wire.PEMCertificateRequest)
 	}
 	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
@@ -98,13 +74,6 @@ func parseCSR(csrPEM []byte) (*ecdsa.PublicKey, error) {
 		return nil, fmt.Errorf("certificate request: key is %s, want ECDSA P-256", csr.PublicKeyAlgorithm)
 	}
 	return pub, nil
-}
-
-// RenewalDue reports whether less than a third of cert's validity remains
-// at now: the time to replace it.
-func RenewalDue(cert *x509.Certificate, now time.Time) bool {
-	validity := cert.NotAfter.Sub(cert.NotBefore)
-	return cert.NotAfter.Sub(now) < validity/3
 }
 
 // ClientConfig returns a TLS client configuration that trusts only the CA
@@ -140,7 +109,7 @@ func (c *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if c.cert != nil && !RenewalDue(c.cert.Leaf, now) {
+	if c.cert != nil && !wire.RenewalDue(c.cert.Leaf, now) {
 		return c.cert, nil
 	}
 	certPEM, keyPEM, err := c.ca.IssueClient(c.commonName, c.orgs, now)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 func TestIssueNodeServing(t *testing.T) {
@@ -62,7 +64,7 @@ func TestIssueNodeServing(t *testing.T) {
 
 func TestIssueNodeServingErrors(t *testing.T) {
 	ca := mustCA(t, "isle")
-	good, _, err := NewCSR("pi2")
+	good, _, err := wire.NewCSR("pi2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestRenewalDue(t *testing.T) {
 		{400 * time.Hour, true},
 	}
 	for _, tc := range tests {
-		if got := RenewalDue(cert, start.Add(tc.at)); got != tc.want {
+		if got := wire.RenewalDue(cert, start.Add(tc.at)); got != tc.want {
 			t.Errorf("at NotBefore%+v: %v, want %v", tc.at, got, tc.want)
 		}
 	}
@@ -133,7 +135,7 @@ func TestClientConfig(t *testing.T) {
 	ca := mustCA(t, "isle")
 	var now atomic.Int64
 	now.Store(testNow.UnixNano())
-	cfg, err := ca.ClientConfig(APIServerUser, nil, func() time.Time { return time.Unix(0, now.Load()) })
+	cfg, err := ca.ClientConfig(wire.APIServerUser, nil, func() time.Time { return time.Unix(0, now.Load()) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestClientConfig(t *testing.T) {
 	cfg = cfg.Clone()
 	cfg.ServerName = "isle-1.local"
 	body, _, err := get(t, srv.URL, cfg)
-	if err != nil || body != "CN="+APIServerUser+";O=" {
+	if err != nil || body != "CN="+wire.APIServerUser+";O=" {
 		t.Fatalf("answer %q, %v; want the client certificate's subject", body, err)
 	}
 	first, err := cfg.GetClientCertificate(nil)
@@ -163,7 +165,7 @@ func TestClientConfig(t *testing.T) {
 	}
 	// Past the CA's validity nothing can be issued, and the old one expired.
 	now.Store(testNow.Add(CAValidity + time.Hour).UnixNano())
-	if c, err := cfg.GetClientCertificate(nil); err == nil || !strings.Contains(err.Error(), APIServerUser) {
+	if c, err := cfg.GetClientCertificate(nil); err == nil || !strings.Contains(err.Error(), wire.APIServerUser) {
 		t.Fatalf("past the CA's validity: %v, %v; want an error", c, err)
 	}
 }

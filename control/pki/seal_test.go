@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 const testSecret = "abcdefghijklmnopqrstuvwxyz234567"
@@ -127,7 +129,7 @@ func TestSealOpenEmptySecret(t *testing.T) {
 
 func TestSealWithTokenSecret(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	tok, err := NewToken(ca)
+	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestSealWithTokenSecret(t *testing.T) {
 	}
 	// A joiner parses the token text (here retyped in capitals) and opens
 	// the CA key with it.
-	parsed, err := ParseToken(strings.ToUpper(tok.String()))
+	parsed, err := wire.ParseToken(strings.ToUpper(tok.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // startTLSServer serves, over 127.0.0.1, the name of the client certificate's
@@ -162,7 +164,7 @@ func TestServerConfigErrors(t *testing.T) {
 
 func TestPinnedClientConfig(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	hash := CAHash(ca.Cert)
+	hash := wire.CAHash(ca.Cert)
 	certPEM, keyPEM := mustServing(t, ca)
 	good := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
 
@@ -196,7 +198,7 @@ func TestPinnedClientConfig(t *testing.T) {
 		{"matching hash, no name", good, hash, "", ""},
 		{"bare upper-case hex hash", good, strings.ToUpper(strings.TrimPrefix(hash, "sha256:")), "127.0.0.1", ""},
 		{"hash from a parsed token", good, tokenHash(t, ca), "127.0.0.1", ""},
-		{"wrong hash", good, CAHash(other.Cert), "127.0.0.1", "no CA certificate with hash"},
+		{"wrong hash", good, wire.CAHash(other.Cert), "127.0.0.1", "no CA certificate with hash"},
 		{"empty hash", good, "", "127.0.0.1", "empty CA hash"},
 		{"wrong server name", good, hash, "evil.example", "certificate is valid for"},
 		{"server of another CA", otherServer, hash, "127.0.0.1", "no CA certificate with hash"},
@@ -206,7 +208,7 @@ func TestPinnedClientConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, _, err := get(t, tc.server.URL, PinnedClientConfig(tc.hash, tc.serverName))
+			body, _, err := get(t, tc.server.URL, wire.PinnedClientConfig(tc.hash, tc.serverName))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("request: %v", err)
@@ -229,7 +231,7 @@ func TestPinnedClientConfigWithClientCert(t *testing.T) {
 	certPEM, keyPEM := mustServing(t, ca)
 	s := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
 	nodeCert, nodeKey := mustClient(t, ca, "system:node:isle-2", "system:nodes")
-	cfg := PinnedClientConfig(CAHash(ca.Cert), "127.0.0.1")
+	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1")
 	cfg.Certificates = []tls.Certificate{mustKeyPair(t, nodeCert, nodeKey)}
 	body, _, err := get(t, s.URL, cfg)
 	if err != nil {
@@ -246,7 +248,7 @@ func TestVerifyPinnedNoCertificates(t *testing.T) {
 	}
 	ca := mustCA(t, "isle-ca")
 	// The CA alone, sent as the leaf, is not accepted: the CA must follow a leaf.
-	err := verifyPinned([]*x509.Certificate{ca.Cert}, CAHash(ca.Cert), "")
+	err := verifyPinned([]*x509.Certificate{ca.Cert}, wire.CAHash(ca.Cert), "")
 	if err == nil {
 		t.Error("verifyPinned accepted a chain holding only the CA")
 	}
@@ -261,7 +263,7 @@ func TestVerifyPinnedClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cert, err := ParseCertPEM(certPEM)
+		cert, err := wire.ParseCertPEM(certPEM)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,27 +271,33 @@ func TestVerifyPinnedClock(t *testing.T) {
 	}
 	ca := mustCA(t, "isle-ca")
 	// Of the pinned CA: the board's clock is wrong, not the server.
-	err := verifyPinned([]*x509.Certificate{tomorrow(ca), ca.Cert}, CAHash(ca.Cert), "127.0.0.1")
-	if !errors.Is(err, ErrClock) {
-		t.Errorf("certificate not valid yet: %v, want ErrClock", err)
+	err := verifyPinned([]*x509.Certificate{tomorrow(ca), ca.Cert}, wire.CAHash(ca.Cert), "127.0.0.1")
+	if !errors.Is(err, wire.ErrClock) {
+		t.Errorf("certificate not valid yet: %v, want wire.ErrClock", err)
 	}
 	// An impostor's, sent with the pinned CA's certificate: refused as an
 	// impostor's, whatever the time.
-	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert}, CAHash(ca.Cert), "127.0.0.1")
-	if err == nil || errors.Is(err, ErrClock) {
-		t.Errorf("impostor's certificate: %v, want a refusal that is not ErrClock", err)
+	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert}, wire.CAHash(ca.Cert), "127.0.0.1")
+	if err == nil || errors.Is(err, wire.ErrClock) {
+		t.Errorf("impostor's certificate: %v, want a refusal that is not wire.ErrClock", err)
 	}
 }
 
 func tokenHash(t *testing.T, ca *CA) string {
 	t.Helper()
-	tok, err := NewToken(ca)
+	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := ParseToken(tok.String())
+	parsed, err := wire.ParseToken(tok.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return parsed.CAHash
+}
+
+// verifyPinned is the pinned verification of wire.PinnedClientConfig, as a
+// handshake runs it.
+func verifyPinned(certs []*x509.Certificate, caHash, serverName string) error {
+	return wire.PinnedClientConfig(caHash, serverName).VerifyConnection(tls.ConnectionState{PeerCertificates: certs})
 }

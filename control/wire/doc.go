@@ -12,4 +12,14 @@
 // metrics.k8s.io. A report is checked whole by Report.Validate (names,
 // quantities, window, clock skew, bounds); package control/metrics keeps
 // what it says.
+//
+// Join tokens and pinning (token.go, tls.go): a Token is the CA's hash
+// (CAHash) and a secret, written ISLE1::<hash>::<secret>; a board that
+// knows only the token reaches a server with PinnedClientConfig, which
+// accepts a server whose chain holds the pinned CA (ErrClock when only the
+// board's clock is wrong).
+//
+// Certificates of the boards (cert.go): a node agent asks for its serving
+// certificate with a request from NewCSR, replaces it when RenewalDue, and
+// accepts the API servers' client certificate by its user, APIServerUser.
 package wire

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw/led"
 )
 
@@ -40,7 +40,7 @@ type Config struct {
 	// Role is RoleAgent or RoleServer. Empty: isle.yaml gave none, and the
 	// caller sets the image's role before Apply.
 	Role string
-	// Token is the cluster token, in the form pki.ParseToken reads. Empty:
+	// Token is the cluster token, in the form wire.ParseToken reads. Empty:
 	// none, which only a server with Init may have.
 	Token string
 	// Init: the board, a server, starts a new cluster.
@@ -304,7 +304,7 @@ func readToken(c *Config, v *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	t, err := pki.ParseToken(s) // its errors never show the secret
+	t, err := wire.ParseToken(s) // its errors never show the secret
 	if err != nil {
 		return fmt.Errorf("not a cluster token (ISLE1::<CA hash>::<secret>, as the first server printed it): %w", err)
 	}
@@ -419,7 +419,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Token != "" {
-		if _, err := pki.ParseToken(c.Token); err != nil {
+		if _, err := wire.ParseToken(c.Token); err != nil {
 			return c.keyError("token", "%v", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
@@ -59,7 +59,7 @@ func (c Credential) validate() error {
 	case len(c.GossipKey) != 32:
 		return fmt.Errorf("gossip key of %d bytes, want 32", len(c.GossipKey))
 	}
-	if _, err := pki.ParseCertPEM(c.CACert); err != nil {
+	if _, err := wire.ParseCertPEM(c.CACert); err != nil {
 		return fmt.Errorf("CA certificate: %w", err)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
@@ -31,7 +31,7 @@ const DefaultStreamPort = 10250
 // ServingCertPath is where a board asks the servers for its streaming
 // server's certificate: POST, authenticated by the node credential
 // (Authorization: Bearer), the body a PEM certificate request
-// (pki.NewCSR), the answer the PEM certificate (pki.IssueNodeServing), for
+// (wire.NewCSR), the answer the PEM certificate (pki.IssueNodeServing), for
 // the node the credential belongs to, whatever the request names.
 const ServingCertPath = "/isle/v1/node-serving-cert"
 
@@ -49,7 +49,7 @@ const (
 
 // StreamTLSConfig is the TLS configuration of a streaming server: it
 // serves the certificate cert returns and accepts only clients with a
-// certificate of the cluster CA (caPEM) for pki.APIServerUser: the API
+// certificate of the cluster CA (caPEM) for wire.APIServerUser: the API
 // servers, which proxy kubectl logs, exec and attach. Any other client's
 // handshake fails. HTTP/2 is not offered: exec and attach are WebSocket
 // upgrades.
@@ -72,8 +72,8 @@ func StreamTLSConfig(caPEM []byte, cert func() *tls.Certificate) (*tls.Config, e
 		// Runs after the chain (and client auth usage) is verified, on
 		// resumed sessions too.
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != pki.APIServerUser {
-				return fmt.Errorf("agent: streaming server: client is not %s", pki.APIServerUser)
+			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != wire.APIServerUser {
+				return fmt.Errorf("agent: streaming server: client is not %s", wire.APIServerUser)
 			}
 			return nil
 		},
@@ -132,7 +132,7 @@ type streamServer struct {
 // newStreamServer listens on the board's address at cfg.StreamPort (so
 // that a port in use fails the agent's start); dial connects to a server.
 func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) (*streamServer, error) {
-	ca, err := pki.ParseCertPEM(cfg.Credential.CACert)
+	ca, err := wire.ParseCertPEM(cfg.Credential.CACert)
 	if err != nil {
 		return nil, fmt.Errorf("agent: streaming server: CA: %w", err)
 	}
@@ -232,7 +232,7 @@ func (s *streamServer) ensureCert(ctx context.Context) error {
 			s.log.Warn("agent: the saved streaming server certificate is not usable; asking for another", "err", err)
 		}
 	}
-	if cur != nil && !pki.RenewalDue(cur.Leaf, s.now()) {
+	if cur != nil && !wire.RenewalDue(cur.Leaf, s.now()) {
 		return nil
 	}
 	c, err := s.obtain(ctx)
@@ -277,7 +277,7 @@ func (s *streamServer) verify(leaf *x509.Certificate) error {
 
 // obtain asks a server for a certificate of a new key and saves both.
 func (s *streamServer) obtain(ctx context.Context) (*tls.Certificate, error) {
-	csrPEM, keyPEM, err := pki.NewCSR(s.node)
+	csrPEM, keyPEM, err := wire.NewCSR(s.node)
 	if err != nil {
 		return nil, fmt.Errorf("agent: streaming server certificate: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // certIssuer is a server's ServingCertPath: it issues certificates of its
@@ -124,7 +125,7 @@ func (s *streamServer) start(t *testing.T) (stop func()) {
 // apiServerTLS is the API servers' client configuration for node name.
 func apiServerTLS(t *testing.T, ca *pki.CA, name string) *tls.Config {
 	t.Helper()
-	cfg, err := ca.ClientConfig(pki.APIServerUser, nil, nil)
+	cfg, err := ca.ClientConfig(wire.APIServerUser, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestStreamTLSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	csr, key, err := pki.NewCSR("pi2")
+	csr, key, err := wire.NewCSR("pi2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestStreamTLSConfig(t *testing.T) {
 		{"no client certificate", &tls.Config{RootCAs: ca.Pool(), ServerName: "pi2"}, false},
 		{"the administrator", withCert(ca, "isle-admin", "system:masters"), false},
 		{"another node", withCert(ca, "system:node:pi3", "system:nodes"), false},
-		{"the API servers' name from another CA", withCert(other, pki.APIServerUser), false},
+		{"the API servers' name from another CA", withCert(other, wire.APIServerUser), false},
 		{"expecting another node", apiServerTLS(t, ca, "pi3"), false},
 	}
 	for _, tc := range tests {
@@ -320,7 +321,7 @@ func TestStreamServerCertificateRefused(t *testing.T) {
 	})
 	t.Run("saved certificate of another CA replaced", func(t *testing.T) {
 		dir := t.TempDir()
-		csr, key, err := pki.NewCSR("pi2")
+		csr, key, err := wire.NewCSR("pi2")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 )
@@ -72,16 +72,16 @@ func (e *Refused) Error() string {
 
 // Client talks to the servers of the cluster a token belongs to.
 type Client struct {
-	token pki.Token
+	token wire.Token
 	http  *http.Client
 }
 
 // NewClient returns a client that trusts only servers whose certificate
 // chains to the CA the token names.
-func NewClient(token pki.Token) *Client {
+func NewClient(token wire.Token) *Client {
 	return &Client{token: token, http: &http.Client{
 		Timeout:   20 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: pki.PinnedClientConfig(token.CAHash, "")},
+		Transport: &http.Transport{TLSClientConfig: wire.PinnedClientConfig(token.CAHash, "")},
 	}}
 }
 
@@ -97,7 +97,7 @@ func (c *Client) Join(ctx context.Context, apiAddrs []string, req JoinRequest, c
 		var resp JoinResponse
 		err := c.Do(ctx, http.MethodPost, addr, JoinPath, req, &resp, credential)
 		if err == nil {
-			if ca, perr := pki.ParseCertPEM(resp.CACert); perr != nil || pki.CAHash(ca) != c.token.CAHash {
+			if ca, perr := wire.ParseCertPEM(resp.CACert); perr != nil || wire.CAHash(ca) != c.token.CAHash {
 				return JoinResponse{}, fmt.Errorf("bootstrap: join through %s: the server sent a CA that is not the token's", addr)
 			}
 			return resp, nil
@@ -139,7 +139,7 @@ func (c *Client) Do(ctx context.Context, method, addr, path string, in, out any,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, pki.ErrClock) {
+		if errors.Is(err, wire.ErrClock) {
 			return fmt.Errorf("%s: %w", addr, err)
 		}
 		if strings.Contains(err.Error(), "pinned verify") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -42,7 +43,7 @@ func TestJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := pki.NewToken(ca)
+	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/bootstrap"
 )
 
@@ -128,7 +128,7 @@ func nodesNotReady(ctx context.Context, client *http.Client, server string, s *S
 // storeStanding asks the servers for each board's standing in the store
 // (leader, voter, learner).
 func storeStanding(ctx context.Context, s *State, token string) (map[string]string, error) {
-	tok, err := pki.ParseToken(token)
+	tok, err := wire.ParseToken(token)
 	if err != nil {
 		return nil, fmt.Errorf("island: %w", err)
 	}

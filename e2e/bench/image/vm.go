@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/e2e/bench/benchkit"
 	"github.com/isle-cluster/isle/e2e/bench/islandbench"
 	"github.com/isle-cluster/isle/node/island"
@@ -90,7 +90,7 @@ func cardConfig(st *island.State, v *vm, token string) (string, error) {
 	if len(st.Boards) == 0 || st.Boards[0].Role != island.RoleServer {
 		return "", fmt.Errorf("island %s: want a server as its first board", st.Dir)
 	}
-	if _, err := pki.ParseToken(token); err != nil {
+	if _, err := wire.ParseToken(token); err != nil {
 		return "", fmt.Errorf("island %s: the cluster token: %w", st.Dir, err)
 	}
 	return fmt.Sprintf(`role: %s

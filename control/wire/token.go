@@ -1,7 +1,9 @@
-package pki
+package wire
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
@@ -31,16 +33,17 @@ type Token struct {
 	Secret string
 }
 
-// NewToken returns a token pinning ca with a fresh random secret.
-func NewToken(ca *CA) (Token, error) {
-	if ca == nil || ca.Cert == nil {
-		return Token{}, errors.New("pki: new token: no CA certificate")
+// NewToken returns a token pinning the CA certificate caCert with a fresh
+// random secret.
+func NewToken(caCert *x509.Certificate) (Token, error) {
+	if caCert == nil {
+		return Token{}, errors.New("wire: new token: no CA certificate")
 	}
 	var b [tokenSecretBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return Token{}, fmt.Errorf("pki: new token: %w", err)
+		return Token{}, fmt.Errorf("wire: new token: %w", err)
 	}
-	return Token{CAHash: CAHash(ca.Cert), Secret: secretEncoding.EncodeToString(b[:])}, nil
+	return Token{CAHash: CAHash(caCert), Secret: secretEncoding.EncodeToString(b[:])}, nil
 }
 
 // ParseToken parses the text form of a join token. Surrounding blanks are
@@ -49,25 +52,25 @@ func NewToken(ca *CA) (Token, error) {
 func ParseToken(s string) (Token, error) {
 	parts := strings.Split(strings.TrimSpace(s), tokenSep)
 	if len(parts) != 3 {
-		return Token{}, fmt.Errorf("pki: parse token: want %s%s<CA hash>%s<secret>, got %d part(s) separated by %q",
+		return Token{}, fmt.Errorf("wire: parse token: want %s%s<CA hash>%s<secret>, got %d part(s) separated by %q",
 			tokenPrefix, tokenSep, tokenSep, len(parts), tokenSep)
 	}
 	if parts[0] != tokenPrefix {
-		return Token{}, fmt.Errorf("pki: parse token: unknown prefix %q, want %q", parts[0], tokenPrefix)
+		return Token{}, fmt.Errorf("wire: parse token: unknown prefix %q, want %q", parts[0], tokenPrefix)
 	}
 	hash := strings.ToLower(parts[1])
 	if len(hash) != tokenHashHexLen {
-		return Token{}, fmt.Errorf("pki: parse token: CA hash has %d characters, want %d hex digits", len(hash), tokenHashHexLen)
+		return Token{}, fmt.Errorf("wire: parse token: CA hash has %d characters, want %d hex digits", len(hash), tokenHashHexLen)
 	}
 	if _, err := hex.DecodeString(hash); err != nil {
-		return Token{}, fmt.Errorf("pki: parse token: CA hash is not hex: %w", err)
+		return Token{}, fmt.Errorf("wire: parse token: CA hash is not hex: %w", err)
 	}
 	secret := strings.ToLower(parts[2])
 	if len(secret) != tokenSecretLen {
-		return Token{}, fmt.Errorf("pki: parse token: secret has %d characters, want %d", len(secret), tokenSecretLen)
+		return Token{}, fmt.Errorf("wire: parse token: secret has %d characters, want %d", len(secret), tokenSecretLen)
 	}
 	if _, err := secretEncoding.DecodeString(secret); err != nil {
-		return Token{}, fmt.Errorf("pki: parse token: secret is not base32 (a-z, 2-7): %w", err)
+		return Token{}, fmt.Errorf("wire: parse token: secret is not base32 (a-z, 2-7): %w", err)
 	}
 	return Token{CAHash: hashPrefix + hash, Secret: secret}, nil
 }
@@ -76,3 +79,12 @@ func ParseToken(s string) (Token, error) {
 func (t Token) String() string {
 	return tokenPrefix + tokenSep + strings.TrimPrefix(t.CAHash, hashPrefix) + tokenSep + t.Secret
 }
+
+// CAHash returns "sha256:<hex>" of the certificate's SubjectPublicKeyInfo,
+// the format of kubeadm's --discovery-token-ca-cert-hash.
+func CAHash(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return hashPrefix + hex.EncodeToString(sum[:])
+}
+
+const hashPrefix = "sha256:"

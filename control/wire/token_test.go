@@ -1,19 +1,23 @@
-package pki
+package wire_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 func TestTokenRoundTrip(t *testing.T) {
-	ca := mustCA(t, "isle-ca")
-	tok, err := NewToken(ca)
+	ca := newCA(t)
+	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		t.Fatalf("NewToken: %v", err)
 	}
-	if tok.CAHash != CAHash(ca.Cert) {
-		t.Errorf("CAHash = %q, want %q", tok.CAHash, CAHash(ca.Cert))
+	if tok.CAHash != wire.CAHash(ca.Cert) {
+		t.Errorf("CAHash = %q, want %q", tok.CAHash, wire.CAHash(ca.Cert))
 	}
 	if !regexp.MustCompile(`^[a-z2-7]{32}$`).MatchString(tok.Secret) {
 		t.Errorf("secret %q is not 32 lowercase base32 characters", tok.Secret)
@@ -23,15 +27,15 @@ func TestTokenRoundTrip(t *testing.T) {
 		t.Errorf("String() = %q, want match for %s", s, want)
 	}
 	for _, in := range []string{s, "  " + s + "\n", "ISLE1::" + strings.ToUpper(strings.TrimPrefix(s, "ISLE1::"))} {
-		got, err := ParseToken(in)
+		got, err := wire.ParseToken(in)
 		if err != nil {
-			t.Fatalf("ParseToken(%q): %v", in, err)
+			t.Fatalf("wire.ParseToken(%q): %v", in, err)
 		}
 		if got != tok {
-			t.Errorf("ParseToken(%q) = %+v, want %+v", in, got, tok)
+			t.Errorf("wire.ParseToken(%q) = %+v, want %+v", in, got, tok)
 		}
 	}
-	tok2, err := NewToken(ca)
+	tok2, err := wire.NewToken(ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,17 +69,27 @@ func TestParseTokenRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, err := ParseToken(tc.in)
+			tok, err := wire.ParseToken(tc.in)
 			if err == nil {
-				t.Fatalf("ParseToken(%q) = %+v, want error", tc.in, tok)
+				t.Fatalf("wire.ParseToken(%q) = %+v, want error", tc.in, tok)
 			}
-			if !strings.HasPrefix(err.Error(), "pki: parse token: ") || !strings.Contains(err.Error(), tc.want) {
+			if !strings.HasPrefix(err.Error(), "wire: parse token: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
 		})
 	}
 	// The valid base of the table parses, so each case fails for its own reason.
-	if _, err := ParseToken("ISLE1::" + hash + "::" + secret); err != nil {
+	if _, err := wire.ParseToken("ISLE1::" + hash + "::" + secret); err != nil {
 		t.Errorf("valid token: %v", err)
 	}
+}
+
+// newCA is a cluster CA, made by the control plane's package.
+func newCA(t *testing.T) *pki.CA {
+	t.Helper()
+	ca, err := pki.NewCA("isle-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
