@@ -212,7 +212,7 @@ func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.L
 	}
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), bootstrap.JoinRequest{Name: f.name, Role: gossip.RoleAgent}, "")
+	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), wire.JoinRequest{Name: f.name, Role: wire.RoleAgent}, "")
 	if err != nil {
 		return agent.Credential{}, fmt.Errorf("agent: %w", err)
 	}

@@ -115,8 +115,8 @@ func (f memberFlags) call(ctx context.Context, method, path string, out any) err
 }
 
 func memberList(ctx context.Context, f memberFlags, w io.Writer) error {
-	var members []bootstrap.MemberInfo
-	if err := f.call(ctx, http.MethodGet, bootstrap.MembersPath, &members); err != nil {
+	var members []wire.MemberInfo
+	if err := f.call(ctx, http.MethodGet, wire.MembersPath, &members); err != nil {
 		return err
 	}
 	switch f.output {
@@ -148,5 +148,5 @@ func orNone(s string) string {
 }
 
 func memberRemove(ctx context.Context, f memberFlags, name string) error {
-	return f.call(ctx, http.MethodDelete, bootstrap.MembersPath+"/"+url.PathEscape(name), nil)
+	return f.call(ctx, http.MethodDelete, wire.MembersPath+"/"+url.PathEscape(name), nil)
 }

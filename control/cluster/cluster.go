@@ -394,7 +394,7 @@ func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, err
 	jctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found),
-		bootstrap.JoinRequest{Name: cfg.Name, Role: gossip.RoleServer, RaftAddr: cfg.RaftAddr, APIAddr: cfg.APIAdvertise}, "")
+		wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, RaftAddr: cfg.RaftAddr, APIAddr: cfg.APIAdvertise}, "")
 	if err != nil {
 		return Identity{}, nil, err
 	}

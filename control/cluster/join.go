@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/isle-cluster/isle/control/pki"
-	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 )
@@ -41,7 +41,7 @@ func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
 	switch {
-	case r.URL.Path == bootstrap.JoinPath && r.Method == http.MethodPost:
+	case r.URL.Path == wire.JoinPath && r.Method == http.MethodPost:
 		h.join(ctx, w, r)
 	case r.URL.Path == membersPath && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, h.members.list())
@@ -53,7 +53,7 @@ func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	var req bootstrap.JoinRequest
+	var req wire.JoinRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("join request: %v", err))
 		return
@@ -63,8 +63,8 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 		return
 	}
 	switch req.Role {
-	case gossip.RoleAgent:
-	case gossip.RoleServer:
+	case wire.RoleAgent:
+	case wire.RoleServer:
 		if req.RaftAddr == "" || req.APIAddr == "" {
 			httpError(w, http.StatusBadRequest, "join request: a server needs raftAddr and apiAddr")
 			return
@@ -76,7 +76,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 
 	// A board that has the name's credential keeps its name; any other
 	// board asking for a taken name is refused.
-	var resp bootstrap.JoinResponse
+	var resp wire.JoinResponse
 	resp.CACert = h.id.CA.CertPEM
 	key, err := gossip.DeriveKey(h.id.Token.Secret)
 	if err != nil {
@@ -84,7 +84,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 		return
 	}
 	resp.GossipKey = key
-	if cred := r.Header.Get(bootstrap.CredentialHeader); cred != "" {
+	if cred := r.Header.Get(wire.CredentialHeader); cred != "" {
 		if n, ok := nodeOfToken(h.node.KV(), cred); !ok || n != req.Name {
 			h.log.Warn("cluster: join refused: a node credential that is not the name's", "name", req.Name, "from", r.RemoteAddr)
 			httpError(w, http.StatusUnauthorized, fmt.Sprintf("the node credential sent is not %q's", req.Name))
@@ -103,7 +103,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 		resp.NodeToken = token
 	}
-	if req.Role == gossip.RoleServer {
+	if req.Role == wire.RoleServer {
 		info, err := h.node.AddLearner(ctx, raft.Member{Name: req.Name, RaftAddr: req.RaftAddr, ClientAddr: req.APIAddr})
 		if err != nil {
 			if resp.NodeToken != "" {

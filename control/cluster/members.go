@@ -17,12 +17,12 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 )
 
-const membersPath = bootstrap.MembersPath
+const membersPath = wire.MembersPath
 
 // voters is how many servers vote in the store; further servers are
 // standbys (raft learners) that take a removed voter's place.
@@ -40,11 +40,11 @@ type membership struct {
 	removeDeadAfter time.Duration
 }
 
-func (m *membership) list() []bootstrap.MemberInfo {
-	byName := map[string]*bootstrap.MemberInfo{}
-	var out []*bootstrap.MemberInfo
+func (m *membership) list() []wire.MemberInfo {
+	byName := map[string]*wire.MemberInfo{}
+	var out []*wire.MemberInfo
 	for _, g := range m.gossip.Members() {
-		mi := &bootstrap.MemberInfo{Name: g.Name, Role: g.Role, State: g.State, Since: g.Since, Address: g.Addr.Addr().String(),
+		mi := &wire.MemberInfo{Name: g.Name, Role: wire.Role(g.Role), State: string(g.State), Since: g.Since, Address: g.Addr.Addr().String(),
 			Arch: g.Arch, Version: g.Version}
 		byName[g.Name] = mi
 		out = append(out, mi)
@@ -53,7 +53,7 @@ func (m *membership) list() []bootstrap.MemberInfo {
 	for _, r := range m.node.Members() {
 		mi, ok := byName[r.Name]
 		if !ok {
-			mi = &bootstrap.MemberInfo{Name: r.Name, Role: gossip.RoleServer}
+			mi = &wire.MemberInfo{Name: r.Name, Role: wire.RoleServer}
 			out = append(out, mi)
 		}
 		mi.RaftID = fmt.Sprintf("%x", r.ID)
@@ -66,8 +66,8 @@ func (m *membership) list() []bootstrap.MemberInfo {
 			mi.Raft = "voter"
 		}
 	}
-	slices.SortFunc(out, func(a, b *bootstrap.MemberInfo) int { return compareStrings(a.Name, b.Name) })
-	res := make([]bootstrap.MemberInfo, len(out))
+	slices.SortFunc(out, func(a, b *wire.MemberInfo) int { return compareStrings(a.Name, b.Name) })
+	res := make([]wire.MemberInfo, len(out))
 	for i, mi := range out {
 		res[i] = *mi
 	}

@@ -19,6 +19,11 @@
 // accepts a server whose chain holds the pinned CA (ErrClock when only the
 // board's clock is wrong).
 //
+// Joining and membership (join.go): a board POSTs a JoinRequest to
+// JoinPath, authenticated by the token's secret, and gets a JoinResponse
+// (the CA, its node credential, the gossip key; for a server, what its
+// store member needs); MembersPath lists and removes boards.
+//
 // Certificates of the boards (cert.go): a node agent asks for its serving
 // certificate with a request from NewCSR, replaces it when RenewalDue, and
 // accepts the API servers' client certificate by its user, APIServerUser.

@@ -7,9 +7,9 @@
 //
 // The protocol, on the API port, authenticated by the token's secret
 // (Authorization: Bearer); a board that already has a node credential
-// sends it too (CredentialHeader) to keep its name:
+// sends it too (wire.CredentialHeader) to keep its name:
 //
-//	POST /isle/v1/join  JoinRequest → JoinResponse
+//	POST /isle/v1/join  wire.JoinRequest → wire.JoinResponse
 package bootstrap
 
 import (
@@ -25,38 +25,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
-	"github.com/isle-cluster/isle/raft"
 )
-
-// JoinPath is the join endpoint.
-const JoinPath = "/isle/v1/join"
-
-// CredentialHeader carries a rejoining board's node credential.
-const CredentialHeader = "X-Isle-Node-Credential"
-
-// JoinRequest asks to add a board.
-type JoinRequest struct {
-	Name string      `json:"name"`
-	Role gossip.Role `json:"role"`
-	// Servers only: where the new store member is reached.
-	RaftAddr string `json:"raftAddr,omitempty"`
-	APIAddr  string `json:"apiAddr,omitempty"`
-}
-
-// JoinResponse is what a joined board needs.
-type JoinResponse struct {
-	CACert []byte `json:"caCert"`
-	// NodeToken is the board's new node credential (a bearer token for the
-	// Kubernetes API); empty when the board proved it already has one.
-	NodeToken string `json:"nodeToken,omitempty"`
-	// GossipKey encrypts the cluster's gossip. Agents keep it instead of
-	// the token, whose secret also unseals the CA key.
-	GossipKey []byte `json:"gossipKey"`
-	// Servers only: the CA key sealed with the token's secret, and how to
-	// start the new store member.
-	CAKeySealed []byte         `json:"caKeySealed,omitempty"`
-	Join        *raft.JoinInfo `json:"join,omitempty"`
-}
 
 // Refused is a join the cluster answered and said no to (a wrong token,
 // a name taken): asking another server would not help.
@@ -88,30 +57,30 @@ func NewClient(token wire.Token) *Client {
 // Join asks the servers at apiAddrs, in turn, to add this board; credential
 // is its existing node credential, if any. The CA sent must be the one the
 // token names.
-func (c *Client) Join(ctx context.Context, apiAddrs []string, req JoinRequest, credential string) (JoinResponse, error) {
+func (c *Client) Join(ctx context.Context, apiAddrs []string, req wire.JoinRequest, credential string) (wire.JoinResponse, error) {
 	if len(apiAddrs) == 0 {
-		return JoinResponse{}, errors.New("bootstrap: join: no server known to ask")
+		return wire.JoinResponse{}, errors.New("bootstrap: join: no server known to ask")
 	}
 	var errs []error
 	for _, addr := range apiAddrs {
-		var resp JoinResponse
-		err := c.Do(ctx, http.MethodPost, addr, JoinPath, req, &resp, credential)
+		var resp wire.JoinResponse
+		err := c.Do(ctx, http.MethodPost, addr, wire.JoinPath, req, &resp, credential)
 		if err == nil {
 			if ca, perr := wire.ParseCertPEM(resp.CACert); perr != nil || wire.CAHash(ca) != c.token.CAHash {
-				return JoinResponse{}, fmt.Errorf("bootstrap: join through %s: the server sent a CA that is not the token's", addr)
+				return wire.JoinResponse{}, fmt.Errorf("bootstrap: join through %s: the server sent a CA that is not the token's", addr)
 			}
 			return resp, nil
 		}
 		var refused *Refused
 		if errors.As(err, &refused) {
-			return JoinResponse{}, fmt.Errorf("bootstrap: join: %w", err)
+			return wire.JoinResponse{}, fmt.Errorf("bootstrap: join: %w", err)
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return JoinResponse{}, fmt.Errorf("bootstrap: join: no server answered: %w", errors.Join(errs...))
+	return wire.JoinResponse{}, fmt.Errorf("bootstrap: join: no server answered: %w", errors.Join(errs...))
 }
 
 // Do sends one request authenticated by the token to the server at addr:
@@ -135,7 +104,7 @@ func (c *Client) Do(ctx context.Context, method, addr, path string, in, out any,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if credential != "" {
-		req.Header.Set(CredentialHeader, credential)
+		req.Header.Set(wire.CredentialHeader, credential)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -179,22 +148,4 @@ func APIAddrs(members []gossip.Member) []string {
 		}
 	}
 	return out
-}
-
-// MembersPath lists the cluster's boards (GET) and removes one (DELETE
-// MembersPath/NAME); authenticated by the token's secret like JoinPath.
-const MembersPath = "/isle/v1/members"
-
-// MemberInfo is one board in `isle member list`.
-type MemberInfo struct {
-	Name    string       `json:"name"`
-	Role    gossip.Role  `json:"role"`
-	State   gossip.State `json:"state"` // as the answering server's gossip sees it; "" if unseen
-	Since   time.Time    `json:"since,omitzero"`
-	Address string       `json:"address,omitempty"`
-	Arch    string       `json:"arch,omitempty"`
-	Version string       `json:"version,omitempty"`
-	// Servers: the store member's ID and standing.
-	RaftID string `json:"raftID,omitempty"`
-	Raft   string `json:"raft,omitempty"` // leader, voter or learner
 }

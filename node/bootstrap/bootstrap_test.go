@@ -51,12 +51,12 @@ func TestJoin(t *testing.T) {
 	answer := func(code int, body any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			asked = append(asked, r.Host)
-			if r.Header.Get("Authorization") != "Bearer "+tok.Secret || r.URL.Path != JoinPath {
+			if r.Header.Get("Authorization") != "Bearer "+tok.Secret || r.URL.Path != wire.JoinPath {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
-			var req JoinRequest
-			if json.NewDecoder(r.Body).Decode(&req) != nil || req.Name != "pi" || req.Role != gossip.RoleAgent || r.Header.Get(CredentialHeader) != "old" {
+			var req wire.JoinRequest
+			if json.NewDecoder(r.Body).Decode(&req) != nil || req.Name != "pi" || req.Role != wire.RoleAgent || r.Header.Get(wire.CredentialHeader) != "old" {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
@@ -64,13 +64,13 @@ func TestJoin(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(body)
 		}
 	}
-	good := server(t, ca, answer(200, JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"}))
+	good := server(t, ca, answer(200, wire.JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"}))
 	down := server(t, ca, answer(503, map[string]string{"error": "no leader"}))
 	taken := server(t, ca, answer(409, map[string]string{"error": "a board named \"pi\" is already in the cluster"}))
-	liar := server(t, ca, answer(200, JoinResponse{CACert: other.CertPEM}))
-	stranger := server(t, other, answer(200, JoinResponse{CACert: other.CertPEM}))
+	liar := server(t, ca, answer(200, wire.JoinResponse{CACert: other.CertPEM}))
+	stranger := server(t, other, answer(200, wire.JoinResponse{CACert: other.CertPEM}))
 
-	req := JoinRequest{Name: "pi", Role: gossip.RoleAgent}
+	req := wire.JoinRequest{Name: "pi", Role: wire.RoleAgent}
 	c := NewClient(tok)
 	ctx := context.Background()
 	cases := []struct {

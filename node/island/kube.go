@@ -132,11 +132,11 @@ func storeStanding(ctx context.Context, s *State, token string) (map[string]stri
 	if err != nil {
 		return nil, fmt.Errorf("island: %w", err)
 	}
-	var members []bootstrap.MemberInfo
+	var members []wire.MemberInfo
 	addr := strings.TrimPrefix(s.APIServer(), "https://")
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := bootstrap.NewClient(tok).Do(cctx, http.MethodGet, addr, bootstrap.MembersPath, nil, &members, ""); err != nil {
+	if err := bootstrap.NewClient(tok).Do(cctx, http.MethodGet, addr, wire.MembersPath, nil, &members, ""); err != nil {
 		return nil, fmt.Errorf("island: members: %w", err)
 	}
 	out := map[string]string{}
