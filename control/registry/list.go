@@ -152,6 +152,7 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, opts metav1.Li
 	la, _ := meta.ListAccessor(list)
 	la.SetResourceVersion(lm.ResourceVersion)
 	la.SetContinue(lm.Continue)
+	la.SetRemainingItemCount(lm.RemainingItemCount)
 	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind + "List"))
 	return list, nil
 }
@@ -223,6 +224,13 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 	lm.ResourceVersion = strconv.FormatInt(view.Revision(), 10)
 	if next != "" {
 		lm.Continue = encodeContinue(view.Revision(), next)
+		// As Kubernetes: without selectors, how many objects the next
+		// pages hold (a count of keys, nothing decoded).
+		if sel.Labels.Empty() && sel.Fields.Empty() {
+			var left int64
+			view.Range(prefix, next, func(kv.KeyValue) bool { left++; return true })
+			lm.RemainingItemCount = &left
+		}
 	}
 	return lm, nil
 }

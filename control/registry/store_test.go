@@ -239,6 +239,17 @@ func TestListPaging(t *testing.T) {
 				got = append(got, ns...)
 				sizes = append(sizes, len(ns))
 				cont = list.(*corev1.ConfigMapList).Continue
+				// Without a selector a page says how many objects remain,
+				// as Kubernetes' does; with one it cannot know.
+				left := list.(*corev1.ConfigMapList).RemainingItemCount
+				switch {
+				case cont == "" || tc.selector != "":
+					if left != nil {
+						t.Errorf("page %d: remainingItemCount %d, want none", page, *left)
+					}
+				case left == nil || *left != int64(tc.n-len(got)):
+					t.Errorf("page %d: remainingItemCount %v, want %d", page, left, tc.n-len(got))
+				}
 				if cont == "" {
 					break
 				}
