@@ -202,6 +202,7 @@ func New(cfg Config) (*Manager, error) {
 	m.vol = vol
 	m.events = newRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
 	m.status = newStatusWriter(cfg.Client, cfg.Logger)
+	m.status.bound = func(uid types.UID) bool { return m.pods == nil || m.pod(uid) != nil }
 	return m, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -278,6 +279,12 @@ type statusWriter struct {
 	client *rest.RESTClient
 	log    *slog.Logger
 	kick   chan struct{}
+	// bound says whether a pod is still this board's (in its informer); a
+	// write refused for a pod that no longer is (the API server forbids a
+	// board the status of a pod it does not hold) is dropped. nil: all are.
+	bound func(types.UID) bool
+	// retrying: a retry of failed writes is due; one at a time.
+	retrying atomic.Bool
 
 	mu      sync.Mutex
 	pending map[types.UID]pendingStatus
@@ -339,8 +346,9 @@ func (w *statusWriter) run(ctx context.Context) {
 				retry = true
 			}
 		}
-		if retry {
+		if retry && w.retrying.CompareAndSwap(false, true) {
 			time.AfterFunc(time.Second, func() {
+				w.retrying.Store(false)
 				select {
 				case w.kick <- struct{}{}:
 				default:
@@ -364,9 +372,10 @@ func (w *statusWriter) flush(ctx context.Context, uid types.UID) bool {
 		err = w.client.Patch(types.MergePatchType).Namespace(p.namespace).Resource("pods").Name(p.name).
 			SubResource("status").Body(patch).Do(ctx).Error()
 	}
+	gone := apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && w.bound != nil && !w.bound(uid)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil && !gone {
 		if ctx.Err() == nil {
 			w.log.Warn("pods: status not written", "pod", p.namespace+"/"+p.name, "err", err)
 		}

@@ -120,7 +120,9 @@ func (m *Manager) finishDeletion(ctx context.Context, pod *corev1.Pod) {
 	err := m.cfg.Client.Delete().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).
 		Body(&metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}}).
 		Do(ctx).Error()
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+	// Forbidden once the pod is no longer this board's: another deleted it.
+	gone := apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsForbidden(err) && m.pod(pod.UID) == nil
+	if err != nil && !gone && ctx.Err() == nil {
 		m.log.Warn("pods: finish a pod's deletion", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		m.queue.AddAfter(pod.UID, 2*time.Second)
 	}
