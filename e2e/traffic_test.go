@@ -332,8 +332,19 @@ func TestServiceTraffic(t *testing.T) {
 			break
 		}
 		ip := isl.pod(t, victim).Status.PodIP
-		if err := postFrom(from, "http://"+ip+":8080/ready/off"); err != nil {
-			t.Fatal(err)
+		// Under a loaded machine the first POST to the pod's IP from the
+		// LAN has twice gone unanswered for 5 s (not understood yet; the
+		// test's other requests to pods, thousands, never stall): try again,
+		// and say so in the log.
+		for try := 1; ; try++ {
+			err := postFrom(from, "http://"+ip+":8080/ready/off")
+			if err == nil {
+				break
+			}
+			if try == 3 {
+				t.Fatal(err)
+			}
+			t.Logf("POST /ready/off, try %d: %v", try, err)
 		}
 		off := time.Now()
 		// It has left when 30 connections in a row miss it; it left when
