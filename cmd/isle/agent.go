@@ -114,7 +114,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	addr := netip.MustParseAddr(f.address)
 
-	cred, joined, err := agent.LoadCredential(f.dataDir)
+	cred, joined, err := wire.LoadCredential(f.dataDir)
 	if err != nil {
 		return err
 	}
@@ -186,35 +186,35 @@ func runAgent(ctx context.Context, f agentFlags) error {
 
 // joinAsAgent is a new board's first start: find the servers through any
 // board, get a node credential, and save it.
-func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.Logger) (agent.Credential, error) {
+func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.Logger) (wire.Credential, error) {
 	if f.token == "" {
-		return agent.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
+		return wire.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
 	}
 	tok, err := wire.ParseToken(f.token)
 	if err != nil {
-		return agent.Credential{}, fmt.Errorf("agent: --token: %w", err)
+		return wire.Credential{}, fmt.Errorf("agent: --token: %w", err)
 	}
 	if len(f.join) == 0 {
 		if !f.mdns {
-			return agent.Credential{}, errors.New("agent: no --join given and --mdns is off: give --join ADDR of any board of the cluster")
+			return wire.Credential{}, errors.New("agent: no --join given and --mdns is off: give --join ADDR of any board of the cluster")
 		}
 		if f.join, err = gossip.FindOnLAN(ctx, addr, tok.CAHash, log); err != nil {
-			return agent.Credential{}, fmt.Errorf("agent: %w", err)
+			return wire.Credential{}, fmt.Errorf("agent: %w", err)
 		}
 	}
 	key, err := gossip.DeriveKey(tok.Secret)
 	if err != nil {
-		return agent.Credential{}, fmt.Errorf("agent: %w", err)
+		return wire.Credential{}, fmt.Errorf("agent: %w", err)
 	}
 	found, err := gossip.DiscoverRetry(ctx, addr, key, f.join, log)
 	if err != nil {
-		return agent.Credential{}, fmt.Errorf("agent: join: %w", err)
+		return wire.Credential{}, fmt.Errorf("agent: join: %w", err)
 	}
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), wire.JoinRequest{Name: f.name, Role: wire.RoleAgent}, "")
 	if err != nil {
-		return agent.Credential{}, fmt.Errorf("agent: %w", err)
+		return wire.Credential{}, fmt.Errorf("agent: %w", err)
 	}
 	var servers []string
 	for _, m := range found {
@@ -222,7 +222,7 @@ func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.L
 			servers = append(servers, m.Addr.String())
 		}
 	}
-	cred := agent.Credential{Name: f.name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: resp.GossipKey, Servers: servers}
+	cred := wire.Credential{Name: f.name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: resp.GossipKey, Servers: servers}
 	if err := cred.Save(f.dataDir); err != nil {
 		return cred, err
 	}

@@ -413,7 +413,7 @@ func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, err
 	if err := saveIdentity(cfg.DataDir, id); err != nil {
 		return id, nil, err
 	}
-	cred := agent.Credential{Name: cfg.Name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: key, Servers: serverGossipAddrs(found)}
+	cred := wire.Credential{Name: cfg.Name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: key, Servers: serverGossipAddrs(found)}
 	if err := cred.Save(cfg.DataDir); err != nil {
 		return id, nil, err
 	}
@@ -432,19 +432,19 @@ func serverGossipAddrs(members []gossip.Member) []string {
 
 // nodeCredential returns the server's node credential; the first server of
 // a cluster issues its own once the store has a leader.
-func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identity, gossipKey []byte) (agent.Credential, error) {
-	cred, ok, err := agent.LoadCredential(cfg.DataDir)
+func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identity, gossipKey []byte) (wire.Credential, error) {
+	cred, ok, err := wire.LoadCredential(cfg.DataDir)
 	if err != nil || ok {
 		return cred, err
 	}
 	for {
 		token, err := issueNodeToken(ctx, node, cfg.Name)
 		if err == nil {
-			cred = agent.Credential{Name: cfg.Name, NodeToken: token, CACert: id.CA.CertPEM, GossipKey: gossipKey}
+			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: id.CA.CertPEM, GossipKey: gossipKey}
 			return cred, cred.Save(cfg.DataDir)
 		}
 		if errors.Is(err, errNameTaken) {
-			return cred, fmt.Errorf("cluster: this server's node credential is lost (%s/%s) and its name is taken: remove the board (isle member remove %s) and join it again", cfg.DataDir, agent.CredentialFile, cfg.Name)
+			return cred, fmt.Errorf("cluster: this server's node credential is lost (%s/%s) and its name is taken: remove the board (isle member remove %s) and join it again", cfg.DataDir, wire.CredentialFile, cfg.Name)
 		}
 		select {
 		case <-ctx.Done():
@@ -460,7 +460,7 @@ func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identit
 func joinGossip(ctx context.Context, g *gossip.Gossip, node *raft.Node, cfg Config, log *slog.Logger) {
 	for attempt := 0; ; attempt++ {
 		seeds := slices.Clone(cfg.Join)
-		if cred, ok, _ := agent.LoadCredential(cfg.DataDir); ok {
+		if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok {
 			seeds = append(seeds, cred.Servers...)
 		}
 		for _, m := range node.Members() {

@@ -24,6 +24,10 @@
 // (the CA, its node credential, the gossip key; for a server, what its
 // store member needs); MembersPath lists and removes boards.
 //
+// A joined board's credential (credential.go): its name, node token, the
+// CA, the gossip key and the servers it last saw, in CredentialFile of its
+// data directory (0600, written atomically, only when the servers change).
+//
 // Certificates of the boards (cert.go): a node agent asks for its serving
 // certificate with a request from NewCSR, replaces it when RenewalDue, and
 // accepts the API servers' client certificate by its user, APIServerUser.

@@ -40,7 +40,7 @@ import (
 
 // Config configures an agent.
 type Config struct {
-	Credential Credential
+	Credential wire.Credential
 	Role       gossip.Role
 	// Address is the board's IP, its Node's InternalIP.
 	Address string
@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := cfg.Credential.validate(); err != nil {
+	if err := cfg.Credential.Validate(); err != nil {
 		return fmt.Errorf("agent: credential: %w", err)
 	}
 	facts, err := hw.Read()
@@ -450,7 +450,7 @@ func (a *Agent) saveServers() {
 	for _, m := range a.cfg.Gossip.Servers() {
 		addrs = append(addrs, net.JoinHostPort(m.Addr.Addr().String(), strconv.Itoa(int(m.Addr.Port()))))
 	}
-	cred, changed := a.cfg.Credential.withServers(addrs)
+	cred, changed := a.cfg.Credential.WithServers(addrs)
 	if !changed {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -92,13 +93,13 @@ func (s *servers) current() string {
 // node credential, verifying servers by the cluster CA, over connections
 // from s. It knows only the core types: client-go's typed clientset would
 // bring every API group's types into the binary (14 MB on arm64).
-func newClient(cred Credential, s *servers) (*rest.RESTClient, error) {
+func newClient(cred wire.Credential, s *servers) (*rest.RESTClient, error) {
 	return newGroupClient(cred, s, corev1.SchemeGroupVersion, corev1.AddToScheme)
 }
 
 // newGroupClient is newClient for the API group version gv, whose types
 // addToScheme registers.
-func newGroupClient(cred Credential, s *servers, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error) (*rest.RESTClient, error) {
+func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
 	if err := addToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/gossip"
 )
@@ -140,7 +141,7 @@ func TestNodeResources(t *testing.T) {
 func TestNewNodeReport(t *testing.T) {
 	pi3 := hw.Facts{Arch: "arm", ARMVersion: 7, CPUs: 4, Memory: 1 << 30, Kernel: "6.12.34+rpt-rpi-v7", OSImage: "Raspbian GNU/Linux 12 (bookworm)",
 		MachineID: "m1", BootID: "b1"}
-	base := Config{Credential: Credential{Name: "pi3"}, Address: "192.168.1.23", KubeVersion: "v1.32.4"}
+	base := Config{Credential: wire.Credential{Name: "pi3"}, Address: "192.168.1.23", KubeVersion: "v1.32.4"}
 
 	cfg := base
 	cfg.RuntimeVersion = "containerd://1.7.35"

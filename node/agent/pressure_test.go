@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -226,7 +227,7 @@ func pressureAgent(t *testing.T, logs io.Writer) (*Agent, *fakeAPI, *reading) {
 	t.Helper()
 	pi3 := hw.Facts{Arch: "arm", ARMVersion: 7, CPUs: 4, Memory: 1 << 30}
 	api, client := newFakeAPI(t, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pi3", ResourceVersion: "1"}})
-	cfg := Config{Credential: Credential{Name: "pi3"}, Role: gossip.RoleAgent, Address: "192.168.1.23", KubeVersion: "v1.32.4"}
+	cfg := Config{Credential: wire.Credential{Name: "pi3"}, Role: gossip.RoleAgent, Address: "192.168.1.23", KubeVersion: "v1.32.4"}
 	a := &Agent{cfg: cfg, log: slog.New(slog.NewTextHandler(logs, nil)), facts: pi3, client: client, report: testReport(t, cfg, pi3)}
 	now := healthy(pi3.Memory)
 	a.report.read = func() (reading, error) { return now, nil }

@@ -56,7 +56,7 @@ type statsPusher struct {
 	lastErr map[string]string // by server: what was last logged
 }
 
-func newStatsPusher(cred Credential, servers *servers, pods PodStats, log *slog.Logger) (*statsPusher, error) {
+func newStatsPusher(cred wire.Credential, servers *servers, pods PodStats, log *slog.Logger) (*statsPusher, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(cred.CACert) {
 		return nil, errors.New("agent: usage reports: the credential's CA certificate does not parse")

@@ -93,7 +93,7 @@ var streamTestHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Req
 func testStreamServer(t *testing.T, ci *certIssuer, dir, token string) *streamServer {
 	t.Helper()
 	cfg := Config{
-		Credential: Credential{Name: "pi2", NodeToken: token, CACert: ci.ca.CertPEM, GossipKey: make([]byte, 32)},
+		Credential: wire.Credential{Name: "pi2", NodeToken: token, CACert: ci.ca.CertPEM, GossipKey: make([]byte, 32)},
 		Address:    "127.0.0.1", DataDir: dir, Stream: streamTestHandler, // StreamPort 0: any free port
 	}
 	s, err := newStreamServer(cfg, ci.dial, slog.New(slog.NewTextHandler(io.Discard, nil)))

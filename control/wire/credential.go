@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
@@ -39,18 +38,19 @@ func LoadCredential(dataDir string) (c Credential, ok bool, err error) {
 		return c, false, nil
 	}
 	if err != nil {
-		return c, false, fmt.Errorf("agent: read credential: %w", err)
+		return c, false, fmt.Errorf("wire: read credential: %w", err)
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, false, fmt.Errorf("agent: %s: %w (remove it to join the board again)", path, err)
+		return c, false, fmt.Errorf("wire: %s: %w (remove it to join the board again)", path, err)
 	}
-	if err := c.validate(); err != nil {
-		return c, false, fmt.Errorf("agent: %s: %w (remove it to join the board again)", path, err)
+	if err := c.Validate(); err != nil {
+		return c, false, fmt.Errorf("wire: %s: %w (remove it to join the board again)", path, err)
 	}
 	return c, true, nil
 }
 
-func (c Credential) validate() error {
+// Validate checks that the credential has what a board needs.
+func (c Credential) Validate() error {
 	switch {
 	case c.Name == "":
 		return errors.New("no name")
@@ -59,7 +59,7 @@ func (c Credential) validate() error {
 	case len(c.GossipKey) != 32:
 		return fmt.Errorf("gossip key of %d bytes, want 32", len(c.GossipKey))
 	}
-	if _, err := wire.ParseCertPEM(c.CACert); err != nil {
+	if _, err := ParseCertPEM(c.CACert); err != nil {
 		return fmt.Errorf("CA certificate: %w", err)
 	}
 	return nil
@@ -67,12 +67,12 @@ func (c Credential) validate() error {
 
 // Save writes the credential atomically and durably.
 func (c Credential) Save(dataDir string) error {
-	if err := c.validate(); err != nil {
-		return fmt.Errorf("agent: save credential: %w", err)
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("wire: save credential: %w", err)
 	}
 	b, _ := json.MarshalIndent(c, "", "  ")
 	if err := atomicfile.Write(filepath.Join(dataDir, CredentialFile), b, 0o600); err != nil {
-		return fmt.Errorf("agent: save credential: %w", err)
+		return fmt.Errorf("wire: save credential: %w", err)
 	}
 	return nil
 }
@@ -80,11 +80,11 @@ func (c Credential) Save(dataDir string) error {
 // maxServers bounds the saved server list.
 const maxServers = 16
 
-// withServers returns c with the servers' addresses added to the saved
+// WithServers returns c with the servers' addresses added to the saved
 // ones, and whether that changed them. Addresses are kept after their
 // server dies (the board may reboot while it is down, and trying a stale
 // address costs only a timeout), up to maxServers.
-func (c Credential) withServers(addrs []string) (Credential, bool) {
+func (c Credential) WithServers(addrs []string) (Credential, bool) {
 	union := slices.Concat(c.Servers, addrs)
 	slices.Sort(union)
 	union = slices.Compact(union)
