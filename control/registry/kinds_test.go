@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -41,6 +42,51 @@ func TestTableEntriesComplete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoPanicOnEmptyObjects runs every strategy function of every kind on
+// empty objects: user input must never panic.
+func TestNoPanicOnEmptyObjects(t *testing.T) {
+	for _, r := range registry.Table() {
+		t.Run(r.String()+"/"+r.Version, func(t *testing.T) { runStrategy(r, r.New()) })
+	}
+}
+
+// FuzzStrategies decodes arbitrary JSON into an object of each kind and
+// runs its whole strategy on it; nothing may panic.
+func FuzzStrategies(f *testing.F) {
+	for _, seed := range []string{
+		`{}`,
+		`{"metadata":{"name":"x","namespace":"d"},"spec":{"containers":[{"name":"c","livenessProbe":{},"lifecycle":{"preStop":{}}}],"volumes":[{"name":"v","projected":{"sources":[{"serviceAccountToken":{}}]}}]}}`,
+		`{"spec":{"selector":{"matchExpressions":[{"key":"a","operator":"In"}]},"template":{"spec":{"initContainers":[{"restartPolicy":"Always"}]}},"strategy":{"type":"RollingUpdate"},"updateStrategy":{"type":"RollingUpdate"}}}`,
+		`{"spec":{"ports":[{"port":1,"targetPort":"x"}],"clusterIPs":["None","1.2.3.4"],"type":"LoadBalancer"},"status":{"loadBalancer":{"ingress":[{"ipMode":"VIP"}]}}}`,
+		`{"spec":{"rules":[{"http":{"paths":[{"backend":{}}]}}],"metrics":[{"type":"Object","object":{}}],"behavior":{"scaleUp":{}}},"ports":[{}],"endpoints":[{}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	table := registry.Table()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, r := range table {
+			obj := r.New()
+			if json.Unmarshal(data, obj) == nil {
+				runStrategy(r, obj)
+			}
+		}
+	})
+}
+
+// runStrategy calls every function of r's strategy on obj.
+func runStrategy(r *registry.Resource, obj runtime.Object) {
+	old := obj.DeepCopyObject()
+	s := r.Strategy
+	s.PrepareForCreate(obj)
+	_ = s.ValidateCreate(obj)
+	s.PrepareForUpdate(obj, old)
+	_ = s.ValidateUpdate(obj, old)
+	s.PrepareForStatusUpdate(obj, old)
+	_ = s.ValidateStatusUpdate(obj, old)
+	_, _ = s.BeginDelete(obj, metav1.DeleteOptions{})
+	_ = s.HeldBack(obj)
 }
 
 // widgetStrategy is a trivial strategy for a kind without a Go type: no
