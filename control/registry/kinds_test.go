@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft"
@@ -115,8 +118,9 @@ func (widgetStrategy) HeldBack(runtime.Object) bool { return false }
 
 // TestUnstructuredKind: a kind without a Go type, registered with an entry
 // of *unstructured.Unstructured and a trivial strategy, is created, read,
-// listed, updated, selected by field and deleted through the Store, as a
-// CustomResourceDefinition's kind will be.
+// decoded, created, watched, read, updated, merge-patched, listed, selected
+// by field and deleted through the Store, as a CustomResourceDefinition's
+// kind will be.
 func TestUnstructuredKind(t *testing.T) {
 	gv := schema.GroupVersion{Group: "example.isle.dev", Version: "v1"}
 	widgets := &registry.Resource{
@@ -148,8 +152,28 @@ func TestUnstructuredKind(t *testing.T) {
 	}, registry.WriteOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("create without spec.size: %v, want invalid", err)
 	}
-	e.create(t, widgets, "default", widget("a", "red", 1))
+	events, err := e.Watch(e.ctx, widgets, "default", metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	// A request body decodes into the kind's object.
+	body := []byte(`{"apiVersion":"example.isle.dev/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"color":"red","size":1},"status":{"ready":true}}`)
+	obj, _, err := registry.Decode(widgets, body, registry.FormatJSON, registry.FieldValidationStrict)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	e.create(t, widgets, "default", obj)
 	e.create(t, widgets, "default", widget("b", "blue", 2))
+	for _, want := range []string{"a", "b"} {
+		select {
+		case ev := <-events:
+			if ev.Type != watch.Added || nameOf(ev.Object) != want {
+				t.Fatalf("watch event %s %s, want ADDED %s", ev.Type, nameOf(ev.Object), want)
+			}
+		case <-time.After(wait):
+			t.Fatalf("no watch event for %s", want)
+		}
+	}
 
 	got := e.get(t, widgets, "default", "a").(*unstructured.Unstructured)
 	if got.GetUID() == "" || got.GetResourceVersion() == "" || got.GetGeneration() != 1 {
@@ -171,6 +195,16 @@ func TestUnstructuredKind(t *testing.T) {
 	}
 	if u := upd.(*unstructured.Unstructured); u.GetGeneration() != 2 || u.Object["status"] != nil {
 		t.Errorf("after update: generation %d, status %v; want 2 and none", u.GetGeneration(), u.Object["status"])
+	}
+
+	// A merge patch applies to the object's JSON.
+	patched, _, err := e.Patch(e.ctx, widgets, "default", "b", "", types.MergePatchType, []byte(`{"spec":{"size":5}}`),
+		registry.FieldValidationStrict, registry.WriteOptions{})
+	if err != nil {
+		t.Fatalf("merge patch: %v", err)
+	}
+	if size, _, _ := unstructured.NestedInt64(patched.(*unstructured.Unstructured).Object, "spec", "size"); size != 5 {
+		t.Errorf("patched spec.size = %d, want 5", size)
 	}
 
 	list, err := e.List(e.ctx, widgets, "default", metav1.ListOptions{FieldSelector: "spec.color=blue"})
