@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,6 +67,7 @@ func Table() []*Resource {
 		kind(storagev1.SchemeGroupVersion, "storageclasses", "StorageClass", false, &storagev1.StorageClass{}, &storagev1.StorageClassList{}, strategy.StorageClass, printers.StorageClasses).
 			short("sc"),
 		kind(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, strategy.Lease, printers.Leases),
+		kind(nodev1.SchemeGroupVersion, "runtimeclasses", "RuntimeClass", false, &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}, strategy.RuntimeClass, printers.RuntimeClasses),
 	}
 }
 
