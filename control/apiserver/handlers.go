@@ -93,7 +93,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 			return
 		}
 	case "scale":
-		if res.Scale {
+		if res.Scale != nil {
 			s.serveScale(w, r, req)
 			return
 		}

@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/isle-cluster/isle/control/printers"
 )
 
 // serveList answers a list. JSON lists and Tables are streamed: objects
@@ -69,8 +67,10 @@ func (ls *listStream) start() error {
 	ls.bw = bufio.NewWriterSize(ls.w, 32<<10)
 	var head []byte
 	if ls.o.table {
-		cols, ok := printers.Columns(res.GroupVersionResource.GroupResource())
-		if !ok {
+		var cols []metav1.TableColumnDefinition
+		if res.Table != nil {
+			cols = res.Table.Columns()
+		} else {
 			cols, _ = defaultTable(res.New(), ls.s.now())
 		}
 		colJSON, err := json.Marshal(cols)
@@ -123,9 +123,9 @@ func (ls *listStream) item(obj runtime.Object) error {
 func (ls *listStream) row(obj runtime.Object) (metav1.TableRow, error) {
 	res := ls.res.Resource
 	var rows []metav1.TableRow
-	if _, ok := printers.Columns(res.GroupVersionResource.GroupResource()); ok {
+	if res.Table != nil {
 		var err error
-		if rows, err = printers.Rows(obj, ls.s.now()); err != nil {
+		if rows, err = res.Table.Rows(obj, ls.s.now()); err != nil {
 			return metav1.TableRow{}, apierrors.NewInternalError(err)
 		}
 	} else {

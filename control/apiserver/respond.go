@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/isle-cluster/isle/control/printers"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -89,11 +88,12 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, r
 
 // toTable converts an object or list into a Table with kubectl's columns.
 func (s *Server) toTable(res *registry.Resource, obj runtime.Object, o output) (*metav1.Table, error) {
-	cols, ok := printers.Columns(res.GroupVersionResource.GroupResource())
+	var cols []metav1.TableColumnDefinition
 	var rows []metav1.TableRow
 	var err error
-	if ok {
-		rows, err = printers.Rows(obj, s.now())
+	if res.Table != nil {
+		cols = res.Table.Columns()
+		rows, err = res.Table.Rows(obj, s.now())
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -376,14 +376,14 @@ func (r *hpaRun) getScale(ctx context.Context, hpa *autoscalingv2.HorizontalPodA
 	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
 	var target *registry.Resource
 	for _, res := range r.store.Resources().All() {
-		if res.Group == gk.Group && res.Kind == gk.Kind && (target == nil || res.Scale && !target.Scale) {
+		if res.Group == gk.Group && res.Kind == gk.Kind && (target == nil || res.Scale != nil && target.Scale == nil) {
 			target = res
 		}
 	}
 	switch {
 	case target == nil:
 		return nil, nil, &meta.NoKindMatchError{GroupKind: gk}
-	case !target.Scale:
+	case target.Scale == nil:
 		return nil, nil, fmt.Errorf("%s have no scale subresource: the HPA scales Deployments and ReplicaSets", target)
 	}
 	scale, err := r.store.GetScale(ctx, target, hpa.Namespace, ref.Name)

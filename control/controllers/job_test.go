@@ -125,7 +125,7 @@ func jobConditions(j *batchv1.Job) []string {
 // jobRow is the COMPLETIONS and STATUS of `kubectl get jobs`.
 func jobRow(t *testing.T, j *batchv1.Job) (completions, status string) {
 	t.Helper()
-	rows, err := printers.Rows(j, time.Now())
+	rows, err := printers.Jobs.Rows(j, time.Now())
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("table row of Job %s: %v", j.Name, err)
 	}

@@ -16,7 +16,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ErrUnknownType is returned (wrapped) by Rows for an object no printer
@@ -31,172 +30,71 @@ var ErrNilObject = errors.New("nil object")
 // built for; handled is false otherwise.
 type rowsFunc func(obj runtime.Object, now time.Time) (rows []metav1.TableRow, handled bool, err error)
 
-// handler is one resource's entry in the table: its columns and how to turn
-// its objects (items or lists) into rows.
-type handler struct {
-	resource schema.GroupResource
-	columns  []metav1.TableColumnDefinition
-	rows     rowsFunc
+// Printer is one resource's table: its columns and how to turn its objects
+// (items or lists) into rows.
+type Printer struct {
+	columns []metav1.TableColumnDefinition
+	rows    rowsFunc
 }
 
-func gr(group, resource string) schema.GroupResource {
-	return schema.GroupResource{Group: group, Resource: resource}
+// Columns returns the column definitions; the NAME column has Type
+// "string", Format "name". The slice is the caller's to keep or change.
+func (p *Printer) Columns() []metav1.TableColumnDefinition {
+	return append([]metav1.TableColumnDefinition(nil), p.columns...)
 }
 
-// handlers is the one table of per-type printers, in the order of the
-// resource list of the API spec.
-var handlers = []handler{
-	{
-		resource: gr("", "namespaces"),
-		columns:  namespaceColumns,
-		rows:     typed(cells(printNamespace), func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
-	},
-	{
-		resource: gr("", "nodes"),
-		columns:  nodeColumns,
-		rows:     typed(cells(printNode), func(l *corev1.NodeList) []corev1.Node { return l.Items }),
-	},
-	{
-		resource: gr("", "pods"),
-		columns:  podColumns,
-		rows:     typed(printPod, func(l *corev1.PodList) []corev1.Pod { return l.Items }),
-	},
-	{
-		resource: gr("", "services"),
-		columns:  serviceColumns,
-		rows:     typed(cells(printService), func(l *corev1.ServiceList) []corev1.Service { return l.Items }),
-	},
-	{
-		resource: gr("", "configmaps"),
-		columns:  configMapColumns,
-		rows:     typed(cells(printConfigMap), func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }),
-	},
-	{
-		resource: gr("", "podtemplates"),
-		columns:  podTemplateColumns,
-		rows:     typed(cells(printPodTemplate), func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items }),
-	},
-	{
-		resource: gr("", "secrets"),
-		columns:  secretColumns,
-		rows:     typed(cells(printSecret), func(l *corev1.SecretList) []corev1.Secret { return l.Items }),
-	},
-	{
-		resource: gr("", "serviceaccounts"),
-		columns:  serviceAccountColumns,
-		rows:     typed(cells(printServiceAccount), func(l *corev1.ServiceAccountList) []corev1.ServiceAccount { return l.Items }),
-	},
-	{
-		resource: gr("", "events"),
-		columns:  eventColumns,
-		rows:     typed(cells(printEvent), func(l *corev1.EventList) []corev1.Event { return l.Items }),
-	},
-	{
-		resource: gr("", "persistentvolumes"),
-		columns:  persistentVolumeColumns,
-		rows:     typed(cells(printPersistentVolume), func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }),
-	},
-	{
-		resource: gr("", "persistentvolumeclaims"),
-		columns:  persistentVolumeClaimColumns,
-		rows:     typed(cells(printPersistentVolumeClaim), func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }),
-	},
-	{
-		resource: gr("", "endpoints"),
-		columns:  endpointsColumns,
-		rows:     typed(cells(printEndpoints), func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items }),
-	},
-	{
-		resource: gr("apps", "deployments"),
-		columns:  deploymentColumns,
-		rows:     typed(cells(printDeployment), func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }),
-	},
-	{
-		resource: gr("apps", "replicasets"),
-		columns:  replicaSetColumns,
-		rows:     typed(cells(printReplicaSet), func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items }),
-	},
-	{
-		resource: gr("apps", "daemonsets"),
-		columns:  daemonSetColumns,
-		rows:     typed(cells(printDaemonSet), func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }),
-	},
-	{
-		resource: gr("batch", "jobs"),
-		columns:  jobColumns,
-		rows:     typed(cells(printJob), func(l *batchv1.JobList) []batchv1.Job { return l.Items }),
-	},
-	{
-		resource: gr("discovery.k8s.io", "endpointslices"),
-		columns:  endpointSliceColumns,
-		rows:     typed(cells(printEndpointSlice), func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }),
-	},
-	{
-		resource: gr("networking.k8s.io", "ingresses"),
-		columns:  ingressColumns,
-		rows:     typed(cells(printIngress), func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }),
-	},
-	{
-		resource: gr("networking.k8s.io", "ingressclasses"),
-		columns:  ingressClassColumns,
-		rows:     typed(cells(printIngressClass), func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }),
-	},
-	{
-		resource: gr("autoscaling", "horizontalpodautoscalers"),
-		columns:  hpaColumns,
-		rows: firstOf(
-			typed(cells(printHPA), func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler {
-				return l.Items
-			}),
-			typed(printHPAv1, func(l *autoscalingv1.HorizontalPodAutoscalerList) []autoscalingv1.HorizontalPodAutoscaler {
-				return l.Items
-			}),
-		),
-	},
-	{
-		resource: gr("storage.k8s.io", "storageclasses"),
-		columns:  storageClassColumns,
-		rows:     typed(cells(printStorageClass), func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }),
-	},
-	{
-		resource: gr("coordination.k8s.io", "leases"),
-		columns:  leaseColumns,
-		rows:     typed(cells(printLease), func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items }),
-	},
-}
-
-// Columns returns the column definitions for a resource; the NAME column
-// has Type "string", Format "name". ok is false for a resource it does not
-// know. The slice is the caller's to keep or change.
-func Columns(resource schema.GroupResource) (cols []metav1.TableColumnDefinition, ok bool) {
-	for i := range handlers {
-		if handlers[i].resource == resource {
-			return append([]metav1.TableColumnDefinition(nil), handlers[i].columns...), true
-		}
-	}
-	return nil, false
-}
-
-// Rows converts one object (pointer to a k8s.io/api type) or a list of them
-// (e.g. *corev1.PodList) into rows with Cells in Columns order. Row.Object
-// is left empty (the API server fills it with PartialObjectMetadata). now
-// is the time AGE and other durations are measured to.
-func Rows(obj runtime.Object, now time.Time) ([]metav1.TableRow, error) {
+// Rows converts one object (pointer to the printer's k8s.io/api type) or a
+// list of them (e.g. *corev1.PodList) into rows with Cells in Columns
+// order. Row.Object is left empty (the API server fills it with
+// PartialObjectMetadata). now is the time AGE and other durations are
+// measured to.
+func (p *Printer) Rows(obj runtime.Object, now time.Time) ([]metav1.TableRow, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("printers: rows: %w", ErrNilObject)
 	}
-	for i := range handlers {
-		rows, handled, err := handlers[i].rows(obj, now)
-		if !handled {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("printers: rows for %s (%T): %w", handlers[i].resource, obj, err)
-		}
-		return rows, nil
+	rows, handled, err := p.rows(obj, now)
+	if !handled {
+		return nil, fmt.Errorf("printers: rows for %T: %w", obj, ErrUnknownType)
 	}
-	return nil, fmt.Errorf("printers: rows for %T: %w", obj, ErrUnknownType)
+	if err != nil {
+		return nil, fmt.Errorf("printers: rows for %T: %w", obj, err)
+	}
+	return rows, nil
 }
+
+// The printers of the served resources, in the order of the resource list
+// of the API spec.
+var (
+	Namespaces               = &Printer{columns: namespaceColumns, rows: typed(cells(printNamespace), func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })}
+	Nodes                    = &Printer{columns: nodeColumns, rows: typed(cells(printNode), func(l *corev1.NodeList) []corev1.Node { return l.Items })}
+	Pods                     = &Printer{columns: podColumns, rows: typed(printPod, func(l *corev1.PodList) []corev1.Pod { return l.Items })}
+	Services                 = &Printer{columns: serviceColumns, rows: typed(cells(printService), func(l *corev1.ServiceList) []corev1.Service { return l.Items })}
+	ConfigMaps               = &Printer{columns: configMapColumns, rows: typed(cells(printConfigMap), func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })}
+	PodTemplates             = &Printer{columns: podTemplateColumns, rows: typed(cells(printPodTemplate), func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })}
+	Secrets                  = &Printer{columns: secretColumns, rows: typed(cells(printSecret), func(l *corev1.SecretList) []corev1.Secret { return l.Items })}
+	ServiceAccounts          = &Printer{columns: serviceAccountColumns, rows: typed(cells(printServiceAccount), func(l *corev1.ServiceAccountList) []corev1.ServiceAccount { return l.Items })}
+	Events                   = &Printer{columns: eventColumns, rows: typed(cells(printEvent), func(l *corev1.EventList) []corev1.Event { return l.Items })}
+	PersistentVolumes        = &Printer{columns: persistentVolumeColumns, rows: typed(cells(printPersistentVolume), func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items })}
+	PersistentVolumeClaims   = &Printer{columns: persistentVolumeClaimColumns, rows: typed(cells(printPersistentVolumeClaim), func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })}
+	Endpoints                = &Printer{columns: endpointsColumns, rows: typed(cells(printEndpoints), func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })}
+	Deployments              = &Printer{columns: deploymentColumns, rows: typed(cells(printDeployment), func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items })}
+	ReplicaSets              = &Printer{columns: replicaSetColumns, rows: typed(cells(printReplicaSet), func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items })}
+	DaemonSets               = &Printer{columns: daemonSetColumns, rows: typed(cells(printDaemonSet), func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items })}
+	Jobs                     = &Printer{columns: jobColumns, rows: typed(cells(printJob), func(l *batchv1.JobList) []batchv1.Job { return l.Items })}
+	EndpointSlices           = &Printer{columns: endpointSliceColumns, rows: typed(cells(printEndpointSlice), func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })}
+	Ingresses                = &Printer{columns: ingressColumns, rows: typed(cells(printIngress), func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items })}
+	IngressClasses           = &Printer{columns: ingressClassColumns, rows: typed(cells(printIngressClass), func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items })}
+	HorizontalPodAutoscalers = &Printer{columns: hpaColumns, rows: firstOf(
+		typed(cells(printHPA), func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler {
+			return l.Items
+		}),
+		typed(printHPAv1, func(l *autoscalingv1.HorizontalPodAutoscalerList) []autoscalingv1.HorizontalPodAutoscaler {
+			return l.Items
+		}),
+	)}
+	StorageClasses = &Printer{columns: storageClassColumns, rows: typed(cells(printStorageClass), func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items })}
+	Leases         = &Printer{columns: leaseColumns, rows: typed(cells(printLease), func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items })}
+)
 
 // rowFunc prints one object of type T.
 type rowFunc[T any] func(obj *T, now time.Time) (metav1.TableRow, error)

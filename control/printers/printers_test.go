@@ -15,7 +15,7 @@ import (
 )
 
 // specResources is the resource list of the API spec, written out here
-// independently of the handler table.
+// independently of the printers.
 var specResources = []schema.GroupResource{
 	{Group: "", Resource: "namespaces"},
 	{Group: "", Resource: "nodes"},

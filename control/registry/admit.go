@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,66 +33,8 @@ const (
 	nodePortMax = 32767
 )
 
-// prepareStatusOnCreate sets what the server owns in a new object's status.
-func prepareStatusOnCreate(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(o)}
-	case *corev1.Namespace:
-		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-		if len(o.Spec.Finalizers) == 0 {
-			o.Spec.Finalizers = []corev1.FinalizerName{FinalizerNamespace}
-		}
-	case *corev1.PersistentVolume:
-		o.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending}
-	case *corev1.PersistentVolumeClaim:
-		o.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
-	case *corev1.Node:
-		// The node agent reports its status with the Node: keep it.
-	default:
-		clearStatus(obj) // controllers own the status of everything else
-	}
-}
-
-// clearStatus zeroes an object's status, if it has one.
-func clearStatus(obj runtime.Object) {
-	if st := reflect.ValueOf(obj).Elem().FieldByName("Status"); st.IsValid() && st.CanSet() {
-		st.Set(reflect.Zero(st.Type()))
-	}
-}
-
-// qosClass computes a pod's quality-of-service class as Kubernetes does.
-func qosClass(p *corev1.Pod) corev1.PodQOSClass {
-	requests, limits := 0, 0
-	guaranteed := true
-	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			if hasReq && !req.IsZero() {
-				requests++
-			}
-			if hasLim && !lim.IsZero() {
-				limits++
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case requests == 0 && limits == 0:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
 // admitCreate runs the admission checks of a create: the namespace must
-// exist and not be terminating; a Service gets its cluster IP and node ports;
-// volumes and claims get the storage admission (admit_storage.go), an
-// Ingress naming no class the default IngressClass (admit_networking.go).
+// exist and not be terminating; then the kind's own admission.
 func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	if r.Namespaced {
@@ -111,18 +51,33 @@ func (s *Store) admitCreate(ctx context.Context, r *Resource, obj runtime.Object
 				fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
 		}
 	}
-	switch o := obj.(type) {
-	case *corev1.Service:
-		return s.allocateService(o)
-	case *corev1.PersistentVolume:
-		o.Finalizers = addFinalizer(o.Finalizers, FinalizerPVProtection)
-	case *corev1.PersistentVolumeClaim:
-		o.Finalizers = addFinalizer(o.Finalizers, FinalizerPVCProtection)
-		return s.admitDefaultStorageClass(ctx, o)
-	case *networkingv1.Ingress:
-		return s.admitDefaultIngressClass(ctx, o)
+	if a := r.Admission; a != nil && a.Create != nil {
+		return a.Create(ctx, s, obj)
 	}
 	return nil
+}
+
+// admitUpdate runs the kind's admission of an update of the main resource.
+func (s *Store) admitUpdate(ctx context.Context, r *Resource, obj, old runtime.Object) error {
+	if a := r.Admission; a != nil && a.Update != nil {
+		return a.Update(ctx, s, obj, old)
+	}
+	return nil
+}
+
+// ServiceAdmission allocates a Service's cluster IP and node ports, as
+// Kubernetes' Service registry does; they are claimed under keys of their
+// own, so two Services never get the same.
+var ServiceAdmission = &Admission{
+	Create: func(_ context.Context, s *Store, obj runtime.Object) error {
+		return s.allocateService(obj.(*corev1.Service))
+	},
+	Update: func(_ context.Context, s *Store, obj, old runtime.Object) error {
+		svc, prev := obj.(*corev1.Service), old.(*corev1.Service)
+		carryAllocations(svc, prev)
+		return s.updateAllocations(svc, prev)
+	},
+	Claims: serviceClaims,
 }
 
 // allocateService gives a Service a cluster IP from the service range
@@ -213,30 +168,39 @@ func (s *Store) freeNodePort(used map[int32]bool) (int32, error) {
 	return 0, apierrors.NewInternalError(fmt.Errorf("no free node port found in %d-%d", nodePortMin, nodePortMax))
 }
 
-// claimsOf lists the claim keys a new object takes, created in the same
-// transaction (IfModRev 0: a concurrent claim makes the create fail).
-func claimsOf(obj runtime.Object) []kv.Op {
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return nil
-	}
-	var ops []kv.Op
+// serviceClaims lists the cluster IP and node ports a Service holds.
+func serviceClaims(obj runtime.Object) []Claim {
+	svc := obj.(*corev1.Service)
+	var claims []Claim
 	owner := []byte(svc.Namespace + "/" + svc.Name)
 	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		ops = append(ops, kv.Op{Type: kv.OpPut, Key: serviceIPClaims + svc.Spec.ClusterIP, Value: owner, IfModRev: 0})
+		claims = append(claims, Claim{Key: serviceIPClaims + svc.Spec.ClusterIP, Owner: owner})
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.NodePort != 0 {
-			ops = append(ops, kv.Op{Type: kv.OpPut, Key: nodePortClaims + strconv.Itoa(int(p.NodePort)), Value: owner, IfModRev: 0})
+			claims = append(claims, Claim{Key: nodePortClaims + strconv.Itoa(int(p.NodePort)), Owner: owner})
 		}
+	}
+	return claims
+}
+
+// claimsOf lists the claim keys a new object takes, created in the same
+// transaction (IfModRev 0: a concurrent claim makes the create fail).
+func claimsOf(r *Resource, obj runtime.Object) []kv.Op {
+	if r.Admission == nil || r.Admission.Claims == nil {
+		return nil
+	}
+	var ops []kv.Op
+	for _, c := range r.Admission.Claims(obj) {
+		ops = append(ops, kv.Op{Type: kv.OpPut, Key: c.Key, Value: c.Owner, IfModRev: 0})
 	}
 	return ops
 }
 
 // releasesOf lists the claims an object gives back when it is removed.
-func releasesOf(obj runtime.Object) []kv.Op {
+func releasesOf(r *Resource, obj runtime.Object) []kv.Op {
 	var ops []kv.Op
-	for _, c := range claimsOf(obj) {
+	for _, c := range claimsOf(r, obj) {
 		ops = append(ops, kv.Op{Type: kv.OpDelete, Key: c.Key, IfModRev: -1})
 	}
 	return ops
@@ -244,12 +208,7 @@ func releasesOf(obj runtime.Object) []kv.Op {
 
 // carryAllocations keeps what the server allocated to a Service (cluster
 // IPs, node ports) when an update leaves it out, as Kubernetes does.
-func carryAllocations(obj, old runtime.Object) {
-	svc, ok := obj.(*corev1.Service)
-	prev, ok2 := old.(*corev1.Service)
-	if !ok || !ok2 {
-		return
-	}
+func carryAllocations(svc, prev *corev1.Service) {
 	if svc.Spec.ClusterIP == "" && svc.Spec.Type != corev1.ServiceTypeExternalName {
 		svc.Spec.ClusterIP = prev.Spec.ClusterIP
 		svc.Spec.ClusterIPs = prev.Spec.ClusterIPs
@@ -281,12 +240,7 @@ func carryAllocations(obj, old runtime.Object) {
 // does: fields that only the old type needs are dropped when the client
 // left them as they were, and what the new type needs (node ports, a
 // cluster IP) is allocated.
-func (s *Store) updateAllocations(obj, old runtime.Object) error {
-	svc, ok := obj.(*corev1.Service)
-	prev, ok2 := old.(*corev1.Service)
-	if !ok || !ok2 {
-		return nil
-	}
+func (s *Store) updateAllocations(svc, prev *corev1.Service) error {
 	if !needsNodePorts(svc.Spec.Type) && needsNodePorts(prev.Spec.Type) {
 		for i := range svc.Spec.Ports {
 			for _, q := range prev.Spec.Ports {
@@ -327,13 +281,13 @@ func (s *Store) updateAllocations(obj, old runtime.Object) error {
 
 // claimChanges lists the claim operations of an update: new allocations
 // claimed (IfModRev 0), dropped ones released.
-func claimChanges(old, obj runtime.Object) []kv.Op {
+func claimChanges(r *Resource, old, obj runtime.Object) []kv.Op {
 	had := map[string]bool{}
-	for _, c := range claimsOf(old) {
+	for _, c := range claimsOf(r, old) {
 		had[c.Key] = true
 	}
 	var ops []kv.Op
-	for _, c := range claimsOf(obj) {
+	for _, c := range claimsOf(r, obj) {
 		if had[c.Key] {
 			delete(had, c.Key)
 			continue
@@ -349,8 +303,8 @@ func claimChanges(old, obj runtime.Object) []kv.Op {
 
 // requested reports whether the client asked for the allocation under key
 // (a cluster IP or node port it gave), rather than the allocator picking it.
-func requested(orig runtime.Object, key string) bool {
-	for _, c := range claimsOf(orig) {
+func requested(r *Resource, orig runtime.Object, key string) bool {
+	for _, c := range claimsOf(r, orig) {
 		if c.Key == key {
 			return true
 		}

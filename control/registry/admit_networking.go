@@ -5,6 +5,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // annDefaultIngressClass marks the IngressClass that Ingresses naming no
@@ -13,6 +14,14 @@ const annDefaultIngressClass = networkingv1.AnnotationIsDefaultIngressClass
 
 // annIngressClass is the legacy way an Ingress names its class.
 const annIngressClass = "kubernetes.io/ingress.class"
+
+// IngressAdmission gives a new Ingress that names no class the default
+// IngressClass.
+var IngressAdmission = &Admission{
+	Create: func(ctx context.Context, s *Store, obj runtime.Object) error {
+		return s.admitDefaultIngressClass(ctx, obj.(*networkingv1.Ingress))
+	},
+}
 
 // admitDefaultIngressClass gives a new Ingress that names no class (by
 // field or legacy annotation) the default IngressClass, if there is one.

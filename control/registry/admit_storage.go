@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The admission Kubernetes gives volumes and claims on create.
@@ -24,6 +25,26 @@ const (
 	annDefaultStorageClass     = "storageclass.kubernetes.io/is-default-class"
 	annBetaDefaultStorageClass = "storageclass.beta.kubernetes.io/is-default-class"
 )
+
+// PersistentVolumeAdmission gives every new volume the pv-protection
+// finalizer.
+var PersistentVolumeAdmission = &Admission{
+	Create: func(_ context.Context, _ *Store, obj runtime.Object) error {
+		pv := obj.(*corev1.PersistentVolume)
+		pv.Finalizers = addFinalizer(pv.Finalizers, FinalizerPVProtection)
+		return nil
+	},
+}
+
+// PersistentVolumeClaimAdmission gives every new claim the pvc-protection
+// finalizer and, if it names no class, the default StorageClass.
+var PersistentVolumeClaimAdmission = &Admission{
+	Create: func(ctx context.Context, s *Store, obj runtime.Object) error {
+		pvc := obj.(*corev1.PersistentVolumeClaim)
+		pvc.Finalizers = addFinalizer(pvc.Finalizers, FinalizerPVCProtection)
+		return s.admitDefaultStorageClass(ctx, pvc)
+	},
+}
 
 // admitDefaultStorageClass gives a claim that names no class the default
 // StorageClass, as Kubernetes' DefaultStorageClass admission plugin. An

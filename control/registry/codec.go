@@ -24,7 +24,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// Scheme knows every served type and the meta types (options, Status,
+// Scheme knows every served Go type and the meta types (options, Status,
 // Table, watch events) of every served group version.
 var Scheme = newScheme()
 
@@ -40,6 +40,19 @@ func newScheme() *runtime.Scheme {
 		}
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// The kinds of the table that are Go types and not added above.
+	for _, r := range Table() {
+		obj := r.New()
+		if _, ok := obj.(runtime.Unstructured); ok || s.Recognizes(r.GVK()) {
+			continue
+		}
+		gv := r.GroupVersion()
+		if !s.IsVersionRegistered(gv) {
+			metav1.AddToGroupVersion(s, gv)
+		}
+		s.AddKnownTypeWithName(r.GVK(), obj)
+		s.AddKnownTypeWithName(gv.WithKind(r.Kind+"List"), r.NewList())
+	}
 	return s
 }
 

@@ -55,13 +55,8 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, opts m
 		case metav1.DeletePropagationOrphan:
 			finalizers = addFinalizer(finalizers, FinalizerOrphan)
 		}
-		grace := s.gracePeriod(obj, opts)
-		nsFinalizing := false
-		if n, ok := obj.(*corev1.Namespace); ok {
-			n.Status.Phase = corev1.NamespaceTerminating
-			nsFinalizing = len(n.Spec.Finalizers) > 0
-		}
-		if len(finalizers) == 0 && grace == 0 && !nsFinalizing {
+		grace, stay := r.Strategy.BeginDelete(obj, opts)
+		if len(finalizers) == 0 && grace == 0 && !stay {
 			removed, err := s.remove(ctx, r, old, wopts)
 			if apierrors.IsConflict(err) {
 				continue
@@ -100,25 +95,6 @@ func propagation(opts metav1.DeleteOptions) metav1.DeletionPropagation {
 		return metav1.DeletePropagationOrphan
 	}
 	return metav1.DeletePropagationBackground
-}
-
-// gracePeriod is how long a deleted pod's node has to stop it; zero for
-// everything else, and for pods on no node or already finished.
-func (s *Store) gracePeriod(obj runtime.Object, opts metav1.DeleteOptions) int64 {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return 0
-	}
-	if opts.GracePeriodSeconds != nil {
-		if *opts.GracePeriodSeconds < 0 {
-			return 0
-		}
-		return *opts.GracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return corev1.DefaultTerminationGracePeriodSeconds
 }
 
 func addFinalizer(fs []string, f string) []string {

@@ -1,16 +1,12 @@
 package registry
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,17 +43,16 @@ func ParseSelector(opts metav1.ListOptions) (Selector, error) {
 // checkFields rejects field selectors on fields the resource does not index,
 // as Kubernetes does ("field label not supported").
 func checkFields(r *Resource, sel fields.Selector) error {
-	probe := fieldSet(r.New())
 	for _, req := range sel.Requirements() {
-		if _, ok := probe[req.Field]; !ok {
+		if _, ok := r.Fields[req.Field]; !ok && req.Field != "metadata.name" && req.Field != "metadata.namespace" {
 			return apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 	}
 	return nil
 }
 
-// Matches reports whether obj satisfies the selector.
-func (sel Selector) Matches(obj runtime.Object) bool {
+// Matches reports whether obj, an object of r, satisfies the selector.
+func (sel Selector) Matches(r *Resource, obj runtime.Object) bool {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return false
@@ -65,47 +60,15 @@ func (sel Selector) Matches(obj runtime.Object) bool {
 	if !sel.Labels.Matches(labels.Set(m.GetLabels())) {
 		return false
 	}
-	return sel.Fields.Empty() || sel.Fields.Matches(fieldSet(obj))
+	return sel.Fields.Empty() || sel.Fields.Matches(fieldSet(r, m, obj))
 }
 
 // fieldSet is the set of fields a field selector may use for obj.
-func fieldSet(obj runtime.Object) fields.Set {
-	m, _ := meta.Accessor(obj)
-	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		set["spec.nodeName"] = o.Spec.NodeName
-		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
-		set["spec.schedulerName"] = o.Spec.SchedulerName
-		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
-		set["spec.hostNetwork"] = strconv.FormatBool(o.Spec.HostNetwork)
-		set["status.phase"] = string(o.Status.Phase)
-		set["status.podIP"] = o.Status.PodIP
-		set["status.nominatedNodeName"] = o.Status.NominatedNodeName
-	case *corev1.Event:
-		set["involvedObject.kind"] = o.InvolvedObject.Kind
-		set["involvedObject.namespace"] = o.InvolvedObject.Namespace
-		set["involvedObject.name"] = o.InvolvedObject.Name
-		set["involvedObject.uid"] = string(o.InvolvedObject.UID)
-		set["involvedObject.apiVersion"] = o.InvolvedObject.APIVersion
-		set["involvedObject.resourceVersion"] = o.InvolvedObject.ResourceVersion
-		set["involvedObject.fieldPath"] = o.InvolvedObject.FieldPath
-		set["reason"] = o.Reason
-		set["reportingComponent"] = o.ReportingController
-		// Events of the events.k8s.io API have no source: their reporting
-		// controller stands for it, as in Kubernetes.
-		set["source"] = cmp.Or(o.Source.Component, o.ReportingController)
-		set["type"] = o.Type
-	case *corev1.Secret:
-		set["type"] = string(o.Type)
-	case *corev1.Node:
-		set["spec.unschedulable"] = strconv.FormatBool(o.Spec.Unschedulable)
-	case *corev1.Namespace:
-		set["status.phase"] = string(o.Status.Phase)
-	case *appsv1.ReplicaSet:
-		set["status.replicas"] = strconv.Itoa(int(o.Status.Replicas))
-	case *batchv1.Job:
-		set["status.successful"] = strconv.Itoa(int(o.Status.Succeeded))
+func fieldSet(r *Resource, m metav1.Object, obj runtime.Object) fields.Set {
+	set := make(fields.Set, 2+len(r.Fields))
+	set["metadata.name"], set["metadata.namespace"] = m.GetName(), m.GetNamespace()
+	for name, get := range r.Fields {
+		set[name] = get(obj)
 	}
 	return set
 }
@@ -205,7 +168,7 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 			ferr = err
 			return false
 		}
-		if !sel.Matches(obj) {
+		if !sel.Matches(r, obj) {
 			return true
 		}
 		n++

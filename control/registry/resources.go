@@ -1,23 +1,21 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Resource describes one served API resource.
+// Resource is the registration of one served API resource: everything the
+// registry and the API server know of its kind. The registry calls its
+// functions and has no code of its own for any kind; they take
+// runtime.Object, so a kind need not be a Go type.
 type Resource struct {
 	schema.GroupVersionResource
 	Kind       string
@@ -25,32 +23,99 @@ type Resource struct {
 	ShortNames []string
 	Categories []string
 	Namespaced bool
+	// New and NewList return a new empty object and list of the kind.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+	// Strategy defaults and validates the kind's writes.
+	Strategy Strategy
+	// Admission is what the kind's writes take from or claim in the rest
+	// of the store; nil: nothing.
+	Admission *Admission
+	// Table prints the kind for kubectl; nil: NAME and CREATED AT.
+	Table TableConvertor
+	// Fields are the field selectors of the kind beyond metadata.name and
+	// metadata.namespace: field name to value.
+	Fields map[string]func(runtime.Object) string
 	// Status: the resource has a status subresource, and writes to the
 	// main resource keep the stored status.
 	Status bool
-	// Scale: the resource has a scale subresource (spec.replicas).
-	Scale bool
+	// Scale: the resource has a scale subresource; nil: none.
+	Scale *Scale
 	// Subresources served by other parts (pods/binding, pods/log, ...).
 	Extra []string
 	// StorageVersion is the version objects are stored in when a resource
 	// is served in several versions (autoscaling v1 and v2); empty means
-	// this one.
+	// this one. Convert converts between them.
 	StorageVersion string
+	Convert        func(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error)
 	// ReadOnly resources are maintained by the server and refuse writes.
 	ReadOnly bool
+}
 
-	newObj  func() runtime.Object
-	newList func() runtime.Object
+// Strategy is a kind's rules for writes, as Kubernetes' registry
+// strategies: the registry calls them on every create, update, status
+// write and delete.
+type Strategy interface {
+	// PrepareForCreate fills in a new object's defaults and what the
+	// server owns in it (its status), before ValidateCreate.
+	PrepareForCreate(obj runtime.Object)
+	// PrepareForUpdate fills in the defaults of an update of old to obj of
+	// the main resource and carries over what the server owns.
+	PrepareForUpdate(obj, old runtime.Object)
+	// PrepareForStatusUpdate carries over the metadata a write to the
+	// status subresource may not change (the spec and the system fields
+	// the registry carries over itself).
+	PrepareForStatusUpdate(obj, old runtime.Object)
+	ValidateCreate(obj runtime.Object) field.ErrorList
+	ValidateUpdate(obj, old runtime.Object) field.ErrorList
+	ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList
+	// BeginDelete marks obj as being deleted: grace is how long it stays
+	// for its node to stop it, stay whether it stays, without finalizers,
+	// for finalizing of its own.
+	BeginDelete(obj runtime.Object, opts metav1.DeleteOptions) (grace int64, stay bool)
+	// HeldBack reports whether a deleting object must stay though no
+	// finalizers are left.
+	HeldBack(obj runtime.Object) bool
+}
+
+// Admission is the part of a kind's writes that reads or claims other
+// state of the store, as Kubernetes' admission plugins and allocators.
+// Any function may be nil.
+type Admission struct {
+	// Create admits a new object after its validation; it may change obj.
+	Create func(ctx context.Context, s *Store, obj runtime.Object) error
+	// Update admits an update of old to obj of the main resource, before
+	// its defaults and validation; it may change obj.
+	Update func(ctx context.Context, s *Store, obj, old runtime.Object) error
+	// Claims lists the keys an object holds in the store besides its own,
+	// written in the same transaction as the object (allocations).
+	Claims func(obj runtime.Object) []Claim
+}
+
+// Claim is a key an object holds in the store, with its owner as value;
+// a create of a key that exists fails, so no two objects hold one.
+type Claim struct {
+	Key   string
+	Owner []byte
+}
+
+// TableConvertor prints a kind's objects and lists as kubectl's tables.
+type TableConvertor interface {
+	Columns() []metav1.TableColumnDefinition
+	Rows(obj runtime.Object, now time.Time) ([]metav1.TableRow, error)
+}
+
+// Scale is how a kind's scale subresource reads and sets its replicas.
+type Scale struct {
+	// Replicas returns the desired and current replicas and the selector
+	// of the object's pods.
+	Replicas func(obj runtime.Object) (spec, status int32, selector *metav1.LabelSelector)
+	// SetReplicas sets the desired replicas.
+	SetReplicas func(obj runtime.Object, n int32)
 }
 
 // GVK returns the resource's group, version and kind.
 func (r *Resource) GVK() schema.GroupVersionKind { return r.GroupVersion().WithKind(r.Kind) }
-
-// New returns a new empty object of the resource.
-func (r *Resource) New() runtime.Object { return r.newObj() }
-
-// NewList returns a new empty list of the resource.
-func (r *Resource) NewList() runtime.Object { return r.newList() }
 
 // Verbs returns the verbs discovery advertises.
 func (r *Resource) Verbs() []string {
@@ -68,51 +133,6 @@ func (r *Resource) storageGroupResource() string {
 		g = "core"
 	}
 	return g + "/" + r.Resource
-}
-
-func res(gv schema.GroupVersion, resource, kind, singular string, namespaced bool, obj, list runtime.Object) *Resource {
-	return &Resource{
-		GroupVersionResource: gv.WithResource(resource),
-		Kind:                 kind, Singular: singular, Namespaced: namespaced,
-		newObj:  func() runtime.Object { return obj.DeepCopyObject() },
-		newList: func() runtime.Object { return list.DeepCopyObject() },
-	}
-}
-
-func (r *Resource) short(names ...string) *Resource   { r.ShortNames = names; return r }
-func (r *Resource) inAll() *Resource                  { r.Categories = []string{"all"}; return r }
-func (r *Resource) status() *Resource                 { r.Status = true; return r }
-func (r *Resource) scale() *Resource                  { r.Scale = true; return r }
-func (r *Resource) extra(subs ...string) *Resource    { r.Extra = subs; return r }
-func (r *Resource) storedAs(version string) *Resource { r.StorageVersion = version; return r }
-
-// Table is the ordered list of every resource the API server serves.
-func Table() []*Resource {
-	core, apps, batch := corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion
-	return []*Resource{
-		res(core, "namespaces", "Namespace", "namespace", false, &corev1.Namespace{}, &corev1.NamespaceList{}).short("ns").status().extra("finalize"),
-		res(core, "nodes", "Node", "node", false, &corev1.Node{}, &corev1.NodeList{}).short("no").status(),
-		res(core, "pods", "Pod", "pod", true, &corev1.Pod{}, &corev1.PodList{}).short("po").inAll().status().extra("binding", "eviction", "log", "exec"),
-		res(core, "services", "Service", "service", true, &corev1.Service{}, &corev1.ServiceList{}).short("svc").inAll().status(),
-		res(core, "configmaps", "ConfigMap", "configmap", true, &corev1.ConfigMap{}, &corev1.ConfigMapList{}).short("cm"),
-		res(core, "secrets", "Secret", "secret", true, &corev1.Secret{}, &corev1.SecretList{}),
-		res(core, "podtemplates", "PodTemplate", "podtemplate", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}),
-		res(core, "serviceaccounts", "ServiceAccount", "serviceaccount", true, &corev1.ServiceAccount{}, &corev1.ServiceAccountList{}).short("sa"),
-		res(core, "events", "Event", "event", true, &corev1.Event{}, &corev1.EventList{}).short("ev"),
-		res(core, "persistentvolumes", "PersistentVolume", "persistentvolume", false, &corev1.PersistentVolume{}, &corev1.PersistentVolumeList{}).short("pv").status(),
-		res(core, "persistentvolumeclaims", "PersistentVolumeClaim", "persistentvolumeclaim", true, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{}).short("pvc").status(),
-		res(apps, "deployments", "Deployment", "deployment", true, &appsv1.Deployment{}, &appsv1.DeploymentList{}).short("deploy").inAll().status().scale(),
-		res(apps, "replicasets", "ReplicaSet", "replicaset", true, &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}).short("rs").inAll().status().scale(),
-		res(apps, "daemonsets", "DaemonSet", "daemonset", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}).short("ds").inAll().status(),
-		res(batch, "jobs", "Job", "job", true, &batchv1.Job{}, &batchv1.JobList{}).inAll().status(),
-		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", "endpointslice", true, &discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{}),
-		res(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", "ingress", true, &networkingv1.Ingress{}, &networkingv1.IngressList{}).short("ing").status(),
-		res(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", "ingressclass", false, &networkingv1.IngressClass{}, &networkingv1.IngressClassList{}),
-		res(autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", "horizontalpodautoscaler", true, &autoscalingv2.HorizontalPodAutoscaler{}, &autoscalingv2.HorizontalPodAutoscalerList{}).short("hpa").inAll().status(),
-		res(autoscalingv1.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", "horizontalpodautoscaler", true, &autoscalingv1.HorizontalPodAutoscaler{}, &autoscalingv1.HorizontalPodAutoscalerList{}).short("hpa").inAll().status().storedAs("v2"),
-		res(storagev1.SchemeGroupVersion, "storageclasses", "StorageClass", "storageclass", false, &storagev1.StorageClass{}, &storagev1.StorageClassList{}).short("sc"),
-		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", "lease", true, &coordinationv1.Lease{}, &coordinationv1.LeaseList{}),
-	}
 }
 
 // Resources indexes the table.

@@ -6,27 +6,21 @@ import (
 	"fmt"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// scaleOf returns the autoscaling/v1 Scale view of a Deployment or ReplicaSet.
-func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
-	var replicas, current int32
-	var sel *metav1.LabelSelector
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		replicas, current, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
-	case *appsv1.ReplicaSet:
-		replicas, current, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
-	default:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%T has no scale subresource", obj))
+// scaleOf returns the autoscaling/v1 Scale view of an object of r.
+func scaleOf(r *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
+	if r.Scale == nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s has no scale subresource", r))
 	}
-	m := obj.(metav1.Object)
+	replicas, current, sel := r.Scale.Replicas(obj)
+	m, _ := meta.Accessor(obj)
 	selector := ""
 	if sel != nil {
 		if s, err := metav1.LabelSelectorAsSelector(sel); err == nil {
@@ -42,29 +36,13 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	}, nil
 }
 
-func deref(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func setReplicas(obj runtime.Object, n int32) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		o.Spec.Replicas = &n
-	case *appsv1.ReplicaSet:
-		o.Spec.Replicas = &n
-	}
-}
-
 // GetScale reads the scale subresource.
 func (s *Store) GetScale(ctx context.Context, r *Resource, ns, name string) (*autoscalingv1.Scale, error) {
 	obj, err := s.Get(ctx, r, ns, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return scaleOf(obj)
+	return scaleOf(r, obj)
 }
 
 // UpdateScale sets spec.replicas through the scale subresource, from a
@@ -76,7 +54,7 @@ func (s *Store) UpdateScale(ctx context.Context, r *Resource, ns, name string, s
 		precondition = scale.ResourceVersion
 	}
 	obj, err := s.guaranteedUpdate(ctx, r, ns, name, precondition, WriteOptions{}, func(old runtime.Object) (runtime.Object, error) {
-		cur, err := scaleOf(old)
+		cur, err := scaleOf(r, old)
 		if err != nil {
 			return nil, err
 		}
@@ -90,13 +68,13 @@ func (s *Store) UpdateScale(ctx context.Context, r *Resource, ns, name string, s
 		if want.Spec.Replicas < 0 {
 			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name, nil)
 		}
-		setReplicas(old, want.Spec.Replicas)
+		r.Scale.SetReplicas(old, want.Spec.Replicas)
 		return old, nil
 	}, "")
 	if err != nil {
 		return nil, err
 	}
-	return scaleOf(obj)
+	return scaleOf(r, obj)
 }
 
 func patchScale(cur *autoscalingv1.Scale, pt types.PatchType, patch []byte) (*autoscalingv1.Scale, error) {

@@ -95,6 +95,15 @@ func (s *Store) storageResource(r *Resource) *Resource {
 	return sr
 }
 
+// convert converts obj, an object of r or of its storage version, to the
+// version of to.
+func convert(r *Resource, obj runtime.Object, to *Resource) (runtime.Object, error) {
+	if r.Convert == nil {
+		return nil, fmt.Errorf("registry: no conversion of %s to %s", r.GVK(), to.GroupVersion())
+	}
+	return r.Convert(obj, to.GroupVersion())
+}
+
 // fromStore decodes a stored value as resource r, with its resourceVersion.
 func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 	sr := s.storageResource(r)
@@ -103,7 +112,7 @@ func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
 	}
 	if sr != r {
-		if obj, err = convert(obj, r); err != nil {
+		if obj, err = convert(r, obj, r); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
@@ -118,7 +127,7 @@ func (s *Store) toStore(r *Resource, obj runtime.Object) ([]byte, error) {
 	sr := s.storageResource(r)
 	if sr != r {
 		var err error
-		if obj, err = convert(obj, sr); err != nil {
+		if obj, err = convert(r, obj, sr); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	} else {

@@ -162,7 +162,7 @@ func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, b
 			prev = p
 		}
 	}
-	prevIn := prev != nil && sel.Matches(prev)
+	prevIn := prev != nil && sel.Matches(r, prev)
 	if ev.Type == kv.EventDelete {
 		if !prevIn {
 			return WatchEvent{}, false
@@ -176,7 +176,7 @@ func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, b
 		s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
 		return WatchEvent{}, false
 	}
-	in := sel.Matches(obj)
+	in := sel.Matches(r, obj)
 	switch {
 	case in && prevIn:
 		return WatchEvent{Type: watch.Modified, Object: obj}, true

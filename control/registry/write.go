@@ -8,18 +8,15 @@ import (
 	"reflect"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/isle-cluster/isle/control/strategy"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/kv"
 )
@@ -57,10 +54,8 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 	if hasSpec(obj) {
 		m.SetGeneration(1)
 	}
-	strategy.Default(obj)
-	setTemplateGeneration(obj, nil)
-	prepareStatusOnCreate(obj)
-	if errs := strategy.ValidateCreate(obj); len(errs) > 0 {
+	r.Strategy.PrepareForCreate(obj)
+	if errs := r.Strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
 	// Allocations (Service IPs, node ports) are claimed in the write's own
@@ -75,7 +70,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		if !errors.As(err, &taken) {
 			return out, err
 		}
-		if requested(orig, taken.key) || attempt >= 10 {
+		if requested(r, orig, taken.key) || attempt >= 10 {
 			return nil, allocationInvalid(r, m.GetName(), taken.key)
 		}
 		obj = orig.DeepCopyObject()
@@ -101,7 +96,7 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 		return obj, nil
 	}
 	key := objectKey(r, m.GetNamespace(), m.GetName())
-	ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claimsOf(obj)...)
+	ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claimsOf(r, obj)...)
 	res, err := s.propose(ctx, ops...)
 	if err != nil {
 		return nil, err
@@ -147,8 +142,15 @@ func invalid(r *Resource, name string, errs field.ErrorList) error {
 	return apierrors.NewInvalid(r.GVK().GroupKind(), name, errs)
 }
 
+// The spec and status of an object, a Go type's fields or the keys of an
+// object without one (runtime.Unstructured).
+
 // hasSpec reports whether the object has a spec (and so a generation).
 func hasSpec(obj runtime.Object) bool {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		_, ok := u.UnstructuredContent()["spec"]
+		return ok
+	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
@@ -158,6 +160,9 @@ func hasSpec(obj runtime.Object) bool {
 
 // specOf returns the object's spec for comparison.
 func specOf(obj runtime.Object) any {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		return u.UnstructuredContent()["spec"]
+	}
 	v := reflect.ValueOf(obj).Elem().FieldByName("Spec")
 	if !v.IsValid() {
 		return nil
@@ -167,6 +172,10 @@ func specOf(obj runtime.Object) any {
 
 // copyStatus sets dst's status to src's (both of the same type).
 func copyStatus(dst, src runtime.Object) {
+	if u, ok := dst.(runtime.Unstructured); ok {
+		copyKey(u, src.(runtime.Unstructured), "status")
+		return
+	}
 	d := reflect.ValueOf(dst).Elem().FieldByName("Status")
 	sv := reflect.ValueOf(src).Elem().FieldByName("Status")
 	if d.IsValid() && sv.IsValid() && d.CanSet() {
@@ -176,10 +185,24 @@ func copyStatus(dst, src runtime.Object) {
 
 // copySpec sets dst's spec to src's.
 func copySpec(dst, src runtime.Object) {
+	if u, ok := dst.(runtime.Unstructured); ok {
+		copyKey(u, src.(runtime.Unstructured), "spec")
+		return
+	}
 	d := reflect.ValueOf(dst).Elem().FieldByName("Spec")
 	sv := reflect.ValueOf(src).Elem().FieldByName("Spec")
 	if d.IsValid() && sv.IsValid() && d.CanSet() {
 		d.Set(sv)
+	}
+}
+
+// copyKey sets dst's key to src's, or removes it if src has none.
+func copyKey(dst, src runtime.Unstructured, key string) {
+	d := dst.UnstructuredContent()
+	if v, ok := src.UnstructuredContent()[key]; ok {
+		d[key] = runtime.DeepCopyJSONValue(v)
+	} else {
+		delete(d, key)
 	}
 }
 
@@ -230,11 +253,11 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		if rv := nm.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
-		if err := s.prepareUpdate(r, sub, obj, old); err != nil {
+		if err := s.prepareUpdate(ctx, r, sub, obj, old); err != nil {
 			return nil, err
 		}
 		// An object being deleted goes once nothing holds it any more.
-		if nm.GetDeletionTimestamp() != nil && !heldBack(obj) {
+		if nm.GetDeletionTimestamp() != nil && !heldBack(r, obj) {
 			removed, err := s.remove(ctx, r, old, opts)
 			if apierrors.IsConflict(err) && precondition == "" && attempt < maxRetries && ctx.Err() == nil {
 				continue // changed meanwhile: look again
@@ -252,7 +275,7 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		if opts.DryRun {
 			return obj, nil
 		}
-		ops := append([]kv.Op{{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev}}, claimChanges(old, obj)...)
+		ops := append([]kv.Op{{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev}}, claimChanges(r, old, obj)...)
 		res, err := s.propose(ctx, ops...)
 		if err != nil {
 			return nil, err
@@ -272,7 +295,7 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 
 // prepareUpdate carries over what a client may not change, applies the
 // subresource's rules, defaults and validates.
-func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) error {
+func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj, old runtime.Object) error {
 	nm, _ := meta.Accessor(obj)
 	om, _ := meta.Accessor(old)
 	switch sub {
@@ -282,7 +305,7 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 		}
 	case "status":
 		copySpec(obj, old)
-		resetMetaForStatus(r, nm, om)
+		r.Strategy.PrepareForStatusUpdate(obj, old)
 	}
 	nm.SetName(om.GetName())
 	nm.SetNamespace(om.GetNamespace())
@@ -297,46 +320,24 @@ func (s *Store) prepareUpdate(r *Resource, sub string, obj, old runtime.Object) 
 	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	if sub == "" {
-		carryAllocations(obj, old)
-		if err := s.updateAllocations(obj, old); err != nil {
+		if err := s.admitUpdate(ctx, r, obj, old); err != nil {
 			return err
 		}
-		strategy.Default(obj)
-		setTemplateGeneration(obj, old)
+		r.Strategy.PrepareForUpdate(obj, old)
 		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
 			nm.SetGeneration(om.GetGeneration() + 1)
 		}
 	}
 	var errs field.ErrorList
 	if sub == "status" {
-		errs = strategy.ValidateStatusUpdate(obj, old)
+		errs = r.Strategy.ValidateStatusUpdate(obj, old)
 	} else {
-		errs = strategy.ValidateUpdate(obj, old)
+		errs = r.Strategy.ValidateUpdate(obj, old)
 	}
 	if len(errs) > 0 {
 		return invalid(r, nm.GetName(), errs)
 	}
 	return nil
-}
-
-// resetMetaForStatus carries over the metadata that an update of a
-// resource's status may not change. As in Kubernetes, a status update may
-// change labels, annotations, finalizers and owners (the conformance
-// suite patches annotations through jobs/status and namespaces/status),
-// except a Deployment's labels; the status of pods and nodes, which the
-// boards' credentials write, changes none of them, so that a board cannot
-// relabel a pod into another Service or itself into another role.
-func resetMetaForStatus(r *Resource, nm, om metav1.Object) {
-	gr := r.GroupVersionResource.GroupResource()
-	switch gr {
-	case schema.GroupResource{Resource: "pods"}, schema.GroupResource{Resource: "nodes"}:
-		nm.SetLabels(om.GetLabels())
-		nm.SetAnnotations(om.GetAnnotations())
-		nm.SetFinalizers(om.GetFinalizers())
-		nm.SetOwnerReferences(om.GetOwnerReferences())
-	case schema.GroupResource{Group: "apps", Resource: "deployments"}:
-		nm.SetLabels(om.GetLabels())
-	}
 }
 
 // maxRetries bounds how often a write without a precondition is tried
@@ -352,20 +353,11 @@ const (
 )
 
 // heldBack reports whether a deleting object must stay: it has finalizers,
-// it is a namespace not yet emptied, or a pod whose node has not stopped it.
-func heldBack(obj runtime.Object) bool {
+// or its kind holds it back (a namespace not yet emptied, a pod whose node
+// has not stopped it).
+func heldBack(r *Resource, obj runtime.Object) bool {
 	m, _ := meta.Accessor(obj)
-	if len(m.GetFinalizers()) > 0 {
-		return true
-	}
-	switch o := obj.(type) {
-	case *corev1.Namespace:
-		return len(o.Spec.Finalizers) > 0
-	case *corev1.Pod:
-		return o.Spec.NodeName != "" && o.DeletionGracePeriodSeconds != nil && *o.DeletionGracePeriodSeconds > 0 &&
-			o.Status.Phase != corev1.PodSucceeded && o.Status.Phase != corev1.PodFailed
-	}
-	return false
+	return len(m.GetFinalizers()) > 0 || r.Strategy.HeldBack(obj)
 }
 
 // remove deletes the stored object if it is still the revision given.
@@ -375,7 +367,7 @@ func (s *Store) remove(ctx context.Context, r *Resource, old runtime.Object, opt
 		return old, nil
 	}
 	rev, _ := strconv.ParseInt(om.GetResourceVersion(), 10, 64)
-	ops := append([]kv.Op{{Type: kv.OpDelete, Key: objectKey(r, om.GetNamespace(), om.GetName()), IfModRev: rev}}, releasesOf(old)...)
+	ops := append([]kv.Op{{Type: kv.OpDelete, Key: objectKey(r, om.GetNamespace(), om.GetName()), IfModRev: rev}}, releasesOf(r, old)...)
 	res, err := s.propose(ctx, ops...)
 	if err != nil {
 		return nil, err

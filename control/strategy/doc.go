@@ -6,10 +6,10 @@
 // status-update validation of pkg/apis/*/validation, with Kubernetes' field
 // paths, error types and messages.
 //
-// The entry points are Default, ValidateCreate, ValidateUpdate and
-// ValidateStatusUpdate; they take pointers to k8s.io/api types. The per-type
-// functions live in one ordered table (table.go). Types not in the table are
-// left alone by Default and reported as internal errors by the validators.
+// Each served type has one exported strategy, a Kind (Pod, Deployment, ...),
+// that the registry's table of kinds pairs with its resource; with it come
+// the type's field selectors (PodFields, ...) and, for kinds with a scale
+// subresource or two served versions, their replicas and conversion.
 //
 // The package keeps no state and is safe for concurrent use.
 package strategy

@@ -1,4 +1,4 @@
-package registry
+package strategy
 
 import (
 	"fmt"
@@ -7,24 +7,32 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// convert converts an object to the version of resource to. The only
-// resource served in two versions is the HorizontalPodAutoscaler
-// (autoscaling/v2 stored, v1 served too): v1 carries only a CPU
-// utilization target, so a v1 write replaces the v2 metrics with it.
-func convert(obj runtime.Object, to *Resource) (runtime.Object, error) {
+// HorizontalPodAutoscaler is the strategy of autoscaling/v2
+// HorizontalPodAutoscalers, the version they are stored in.
+var HorizontalPodAutoscaler = &Kind[*autoscalingv2.HorizontalPodAutoscaler]{namespaced: true, defaults: defaultHPAv2, create: validateHPAv2, update: validateHPAv2Update, status: validateHPAv2Status}
+
+// HorizontalPodAutoscalerV1 is the strategy of autoscaling/v1
+// HorizontalPodAutoscalers.
+var HorizontalPodAutoscalerV1 = &Kind[*autoscalingv1.HorizontalPodAutoscaler]{namespaced: true, defaults: defaultHPAv1, create: validateHPAv1, update: validateHPAv1Update, status: validateHPAv1Status}
+
+// ConvertHorizontalPodAutoscaler converts a HorizontalPodAutoscaler to
+// version to: v1 carries only a CPU utilization target, so a v1 write
+// replaces the v2 metrics with it.
+func ConvertHorizontalPodAutoscaler(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error) {
 	switch o := obj.(type) {
 	case *autoscalingv2.HorizontalPodAutoscaler:
-		if to.Version == "v1" {
+		if to == autoscalingv1.SchemeGroupVersion {
 			return hpaToV1(o), nil
 		}
 	case *autoscalingv1.HorizontalPodAutoscaler:
-		if to.Version == "v2" {
+		if to == autoscalingv2.SchemeGroupVersion {
 			return hpaToV2(o), nil
 		}
 	}
-	return nil, fmt.Errorf("registry: no conversion of %T to %s", obj, to.GroupVersion())
+	return nil, fmt.Errorf("strategy: no conversion of %T to %s", obj, to)
 }
 
 func hpaToV1(in *autoscalingv2.HorizontalPodAutoscaler) *autoscalingv1.HorizontalPodAutoscaler {
