@@ -500,7 +500,7 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	}
 	// Every server also answers to the kubernetes Service's names, which
 	// boards use to verify whichever server they reach.
-	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", agent.APIServerName, agent.APIServerName+".cluster.local")
+	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", wire.APIServerName, wire.APIServerName+".cluster.local")
 	first := cfg.ServiceCIDR.Addr().Next() // the kubernetes Service
 	ips = append(ips, net.IP(first.AsSlice()))
 	if cfg.VIP.IsValid() {
