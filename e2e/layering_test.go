@@ -26,16 +26,11 @@ var layeringRules = []struct {
 	{"hw/ imports neither control/ nor node/", "hw", func(to string) bool { return !under(to, "control") && !under(to, "node") }},
 }
 
-// layeringDebt are the imports that break a rule today, each to be removed
-// by the restructuring under way (issue 20): the test fails on any other
-// import that breaks a rule, and on an entry here that no longer does, so
-// the list only shrinks.
-var layeringDebt = []string{
-	"control/cluster -> node/agent",
-	"control/cluster -> node/bootstrap",
-	"control/cluster -> node/gossip",
-	"control/cluster -> node/vip",
-}
+// assembly are the packages that assemble a board (cmd/isle turns flags
+// into its board.Config): of the product (e2e/, the whole-binary tests and
+// their harnesses, may assemble anything), they alone import both control/,
+// beyond the wire package node/ shares, and node/.
+var assembly = []string{"cmd/isle", "cmd/isle/board"}
 
 func under(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }
 
@@ -46,7 +41,6 @@ func TestLayering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	var broken []string
 	packages := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -55,6 +49,7 @@ func TestLayering(t *testing.T) {
 			continue
 		}
 		packages++
+		var control, node string
 		for _, imp := range fields[1:] {
 			to, ok := strings.CutPrefix(imp, module)
 			if !ok {
@@ -62,20 +57,21 @@ func TestLayering(t *testing.T) {
 			}
 			for _, r := range layeringRules {
 				if under(from, r.from) && !r.may(to) {
-					broken = append(broken, from+" -> "+to)
-					if !slices.Contains(layeringDebt, from+" -> "+to) {
-						t.Errorf("%s imports %s: %s", from, to, r.name)
-					}
+					t.Errorf("%s imports %s: %s", from, to, r.name)
 				}
 			}
+			switch {
+			case under(to, "control") && !under(to, "control/wire"):
+				control = to
+			case under(to, "node"):
+				node = to
+			}
+		}
+		if control != "" && node != "" && !under(from, "e2e") && !slices.Contains(assembly, from) {
+			t.Errorf("%s imports %s and %s: only the board's assembly (%s) joins control/ and node/", from, control, node, strings.Join(assembly, ", "))
 		}
 	}
 	if packages < 50 {
 		t.Fatalf("go list found %d packages of the module: not the whole tree", packages)
-	}
-	for _, d := range layeringDebt {
-		if !slices.Contains(broken, d) {
-			t.Errorf("%q no longer breaks a rule: take it off layeringDebt", d)
-		}
 	}
 }

@@ -2,27 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/isle-cluster/isle/control/apiserver"
-	"github.com/isle-cluster/isle/control/wire"
-	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/node/agent"
-	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -104,127 +94,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	leds, err := f.node.openLEDs(log)
-	if err != nil {
+	var node agent.Config
+	if err := f.node.apply(&node); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	defer leds.Close()
+	if node.LEDs, err = f.node.openLEDs(log); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer node.LEDs.Close()
 	if err := resolveAddress(ctx, &f.address, log); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	addr := netip.MustParseAddr(f.address)
-
-	cred, joined, err := wire.LoadCredential(f.dataDir)
-	if err != nil {
-		return err
-	}
-	switch {
-	case joined && f.nameGiven && cred.Name != f.name:
-		return fmt.Errorf("agent: %s belongs to the node %q, not %q: use --name %s, or another --data-dir", f.dataDir, cred.Name, f.name, cred.Name)
-	case !joined:
-		if cred, err = joinAsAgent(ctx, f, addr, log); err != nil {
-			return err
-		}
-	}
-
-	facts, err := hw.Read()
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g, err := gossip.Start(gossip.Config{
-		Meta: gossip.Meta{Name: cred.Name, Role: gossip.RoleAgent, Arch: facts.Platform(), Version: version},
-		Addr: addr, Port: f.gossipPort, Key: cred.GossipKey, Logger: log, Registerer: reg,
+	return board.Run(ctx, board.Config{Agent: node,
+		DataDir: f.dataDir, Name: f.name, NameGiven: f.nameGiven, Join: f.join, Token: f.token,
+		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns, MetricsAddr: f.metricsAddr,
+		Version: version, Commit: commit, Logger: log,
 	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	if f.metricsAddr != "" {
-		lis, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("agent: --metrics-addr: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(lis) }()
-		defer srv.Close()
-	}
-	defer func() { _ = g.Leave(2 * time.Second) }()
-	if f.mdns {
-		ca, err := wire.ParseCertPEM(cred.CACert)
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		if stop := gossip.AdvertiseOnLAN(cred.Name, addr, f.gossipPort, wire.CAHash(ca), log); stop != nil {
-			defer stop()
-		}
-	}
-	seeds := append(append([]string{}, f.join...), cred.Servers...)
-	for attempt := 0; ; attempt++ {
-		if _, err = g.Join(seeds); err == nil {
-			break
-		}
-		if attempt%10 == 0 {
-			log.Warn("agent: no board answered gossip yet; retrying", "seeds", seeds, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
-	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
-	acfg := agent.Config{Credential: cred, Role: gossip.RoleAgent, Address: f.address, DataDir: f.dataDir,
-		Gossip: g, KubeVersion: apiserver.KubeVersion, Logger: log, Registerer: reg, LEDs: leds}
-	if err := f.node.apply(&acfg); err != nil {
-		return err
-	}
-	return agent.Run(ctx, acfg)
-}
-
-// joinAsAgent is a new board's first start: find the servers through any
-// board, get a node credential, and save it.
-func joinAsAgent(ctx context.Context, f agentFlags, addr netip.Addr, log *slog.Logger) (wire.Credential, error) {
-	if f.token == "" {
-		return wire.Credential{}, errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
-	}
-	tok, err := wire.ParseToken(f.token)
-	if err != nil {
-		return wire.Credential{}, fmt.Errorf("agent: --token: %w", err)
-	}
-	if len(f.join) == 0 {
-		if !f.mdns {
-			return wire.Credential{}, errors.New("agent: no --join given and --mdns is off: give --join ADDR of any board of the cluster")
-		}
-		if f.join, err = gossip.FindOnLAN(ctx, addr, tok.CAHash, log); err != nil {
-			return wire.Credential{}, fmt.Errorf("agent: %w", err)
-		}
-	}
-	key, err := gossip.DeriveKey(tok.Secret)
-	if err != nil {
-		return wire.Credential{}, fmt.Errorf("agent: %w", err)
-	}
-	found, err := gossip.DiscoverRetry(ctx, addr, key, f.join, log)
-	if err != nil {
-		return wire.Credential{}, fmt.Errorf("agent: join: %w", err)
-	}
-	jctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), wire.JoinRequest{Name: f.name, Role: wire.RoleAgent}, "")
-	if err != nil {
-		return wire.Credential{}, fmt.Errorf("agent: %w", err)
-	}
-	var servers []string
-	for _, m := range found {
-		if m.Role == gossip.RoleServer {
-			servers = append(servers, m.Addr.String())
-		}
-	}
-	cred := wire.Credential{Name: f.name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: resp.GossipKey, Servers: servers}
-	if err := cred.Save(f.dataDir); err != nil {
-		return cred, err
-	}
-	return cred, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/node/agent"
 )
@@ -159,13 +160,14 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if f.vip == f.address {
 		return fmt.Errorf("server: --vip %s is this board's own address: want a free IPv4 address on the boards' LAN", f.vip)
 	}
-	return cluster.Run(ctx, cluster.Config{Agent: node,
+	return board.Run(ctx, board.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
-		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, RemoveDeadAfter: f.removeDeadAfter,
-		NodeGrace: f.nodeGrace, MDNS: f.mdns,
-		VIP:      optionalAddr(f.vip),
-		RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr,
-		Version: version, Commit: commit, Logger: log, Snapshot: f.snapshot,
+		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns,
+		Version: version, Commit: commit, Logger: log,
+		Server: &cluster.Config{
+			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
+			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,
+		},
 	})
 }
 

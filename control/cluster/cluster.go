@@ -1,7 +1,9 @@
-// Package cluster runs a control-plane server: it assembles the replicated
-// store (package raft), the API registry and server, the cluster identity
-// (CA and token), the join protocol for new servers, and the work done once
-// on a new cluster (namespaces, the kubernetes Service).
+// Package cluster is a server's control plane: it assembles the replicated
+// store (package raft), the API registry and server, the controllers, the
+// cluster identity (CA and token), the /isle/v1 endpoints (joins, members,
+// node serving certificates), and the work done once on a new cluster
+// (namespaces, the kubernetes Service). The board's assembly (cmd/isle/board)
+// opens and runs it, and tells it of the boards through Boards.
 package cluster
 
 import (
@@ -15,13 +17,10 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
@@ -33,44 +32,33 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
 	"github.com/isle-cluster/isle/control/wire"
-	"github.com/isle-cluster/isle/hw"
-	"github.com/isle-cluster/isle/node/agent"
-	"github.com/isle-cluster/isle/node/bootstrap"
-	"github.com/isle-cluster/isle/node/gossip"
-	"github.com/isle-cluster/isle/node/vip"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/storeapi"
 	"github.com/isle-cluster/isle/raft/transport"
 )
 
-// Config configures a server. Zero values take the documented defaults.
+// Config configures a server's control plane. Zero values take the
+// documented defaults.
 type Config struct {
 	// DataDir holds the store and the cluster identity. Required.
 	DataDir string
 	// Name is the server's name (its board's hostname). Required.
 	Name string
-	// Init starts a new cluster; Join (gossip addresses, host or
-	// host:port, of any boards of the cluster) with Token joins one. A
-	// data directory that holds a server already restarts it and ignores
-	// both.
-	Init  bool
-	Join  []string
-	Token string
-	// Address is the board's IP: gossip binds it (port GossipPort,
-	// default 7946) and its Node reports it.
-	Address    netip.Addr
-	GossipPort int
+	// Identity is the cluster's (LoadIdentity, NewIdentity or
+	// JoinedIdentity), and Boot how the store starts: a new cluster, a
+	// join, or (zero) a restart.
+	Identity Identity
+	Boot     raft.Bootstrap
+	// GossipKey is the key of the boards' gossip, which a joining board
+	// is given.
+	GossipKey []byte
 	// RemoveDeadAfter removes a voter whose board has been dead this long
 	// (0: never).
 	RemoveDeadAfter time.Duration
-	// VIP, if valid, is a floating API address the Raft leader holds on its
-	// LAN interface (the interface of Address).
+	// VIP, if valid, is a floating API address the Raft leader holds (the
+	// board's assembly takes and releases it, in Lead): the API is served
+	// on it too and the serving certificate names it.
 	VIP netip.Addr
-	// MDNS advertises the cluster on the board's LAN and, with a Token but
-	// no Join, finds it there.
-	MDNS bool
-	// Gossip tunes failure detection (nil: gossip.LANTuning).
-	Gossip *gossip.Tuning
 	// NodeGrace is how long a new leader waits for a Node's board to show
 	// up in gossip before it marks the Node NotReady (0: 40 s).
 	NodeGrace time.Duration
@@ -85,15 +73,24 @@ type Config struct {
 	StoreAddr string
 	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
 	ServiceCIDR netip.Prefix
+	// ClusterDNS is the cluster DNS's Service address (default: ClusterDNS
+	// of ServiceCIDR); PodCIDR the range of the Nodes' pod ranges.
+	ClusterDNS netip.Addr
+	PodCIDR    netip.Prefix
 	// Version and Commit of isle, for /version.
 	Version, Commit string
 	Logger          *slog.Logger
+	// Metrics registers the control plane's metrics and serves them all
+	// (StoreAddr's /metrics). Required.
+	Metrics *prometheus.Registry
 	// Snapshot tunes when the store snapshots (zero values: the store's
 	// defaults).
 	Snapshot SnapshotTuning
-	// Agent holds the settings of the board's node agent (how it runs
-	// pods); its identity, addresses and logger are filled in here.
-	Agent agent.Config
+	// Lead, if set, is called whenever this server becomes the leader,
+	// with a context that ends when it stops leading; it must not block.
+	Lead func(ctx context.Context)
+	// Activity, if set, is called on the controllers' work (an LED blinks).
+	Activity func()
 }
 
 // SnapshotTuning tunes the store's snapshots: boards with little memory
@@ -103,7 +100,8 @@ type SnapshotTuning struct {
 	CatchUpEntries uint64 // entries kept in memory after a snapshot
 }
 
-func (c *Config) validate() error {
+// Validate checks the configuration and fills in the defaults.
+func (c *Config) Validate() error {
 	switch {
 	case c.DataDir == "":
 		return errors.New("cluster: DataDir is required")
@@ -111,13 +109,8 @@ func (c *Config) validate() error {
 		return errors.New("cluster: Name is required")
 	case c.RaftAddr == "" || c.APIAddr == "":
 		return errors.New("cluster: RaftAddr and APIAddr are required")
-	case c.Init && len(c.Join) > 0:
-		return errors.New("cluster: start a new cluster or join one, not both")
-	case !c.Address.IsValid() || c.Address.IsUnspecified():
-		return fmt.Errorf("cluster: address %v: want the board's own IP", c.Address)
-	}
-	if c.GossipPort == 0 {
-		c.GossipPort = gossip.DefaultPort
+	case c.Metrics == nil:
+		return errors.New("cluster: Metrics is required")
 	}
 	if c.APIAdvertise == "" {
 		c.APIAdvertise = c.APIAddr
@@ -128,11 +121,11 @@ func (c *Config) validate() error {
 	if !c.ServiceCIDR.IsValid() {
 		c.ServiceCIDR = registry.DefaultServiceCIDR
 	}
-	if !c.Agent.ClusterDNS.IsValid() {
-		c.Agent.ClusterDNS = ClusterDNS(c.ServiceCIDR)
+	if !c.ClusterDNS.IsValid() {
+		c.ClusterDNS = ClusterDNS(c.ServiceCIDR)
 	}
-	if !c.ServiceCIDR.Contains(c.Agent.ClusterDNS) {
-		return fmt.Errorf("cluster: cluster DNS address %v is not in the service range %v", c.Agent.ClusterDNS, c.ServiceCIDR)
+	if !c.ServiceCIDR.Contains(c.ClusterDNS) {
+		return fmt.Errorf("cluster: cluster DNS address %v is not in the service range %v", c.ClusterDNS, c.ServiceCIDR)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -150,88 +143,82 @@ func ClusterDNS(serviceCIDR netip.Prefix) netip.Addr {
 	return a
 }
 
-// Run runs the server until ctx ends or it fails.
-func Run(ctx context.Context, cfg Config) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	log := cfg.Logger
-	storeDir := filepath.Join(cfg.DataDir, storeDirName)
+// Server is a control plane whose store is open.
+type Server struct {
+	cfg  Config
+	node *raft.Node
+	tr   *transport.Transport
+}
 
-	facts, err := hw.Read()
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	id, boot, err := establishIdentity(ctx, cfg, storeDir)
-	if err != nil {
-		return err
-	}
-	gossipKey, err := gossip.DeriveKey(id.Token.Secret)
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+// Open opens the store and starts its raft traffic; Run serves the rest.
+func Open(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	apiServer := "https://" + cfg.APIAdvertise
-	var vipCfg vip.Config
 	if cfg.VIP.IsValid() {
-		vipCfg = vip.Config{VIP: cfg.VIP, Board: cfg.Address, Logger: log}
-		if err := vip.Check(vipCfg); err != nil {
-			return fmt.Errorf("cluster: --vip: %w", err)
-		}
-		// A board that crashed while leading may still hold it.
-		if err := vip.Release(vipCfg); err != nil {
-			return fmt.Errorf("cluster: --vip: %w", err)
-		}
 		apiServer = "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
 	}
 	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer}); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	events.RegisterMetrics(reg)
-	scheduler.RegisterMetrics(reg)
+	events.RegisterMetrics(cfg.Metrics)
+	scheduler.RegisterMetrics(cfg.Metrics)
 	node, err := raft.Open(raft.Config{
-		DataDir: storeDir, Name: cfg.Name, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.APIAdvertise,
-		Logger: log, Registerer: reg,
+		DataDir: filepath.Join(cfg.DataDir, storeDirName), Name: cfg.Name, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.APIAdvertise,
+		Logger: cfg.Logger, Registerer: cfg.Metrics,
 		SnapshotEntries: cfg.Snapshot.Entries, CatchUpEntries: cfg.Snapshot.CatchUpEntries,
-	}, boot)
+	}, cfg.Boot)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	defer node.Stop()
 	lis, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
-		return fmt.Errorf("cluster: listen for raft on %s: %w", cfg.RaftAddr, err)
+		node.Stop()
+		return nil, fmt.Errorf("cluster: listen for raft on %s: %w", cfg.RaftAddr, err)
 	}
-	tr, err := transport.New(transport.Config{ID: node.ID(), ClusterID: node.ClusterID(), Listener: lis, Handler: node, Logger: log, Registerer: reg})
+	tr, err := transport.New(transport.Config{ID: node.ID(), ClusterID: node.ClusterID(), Listener: lis, Handler: node, Logger: cfg.Logger, Registerer: cfg.Metrics})
 	if err != nil {
 		lis.Close()
-		return fmt.Errorf("cluster: %w", err)
+		node.Stop()
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	defer tr.Close()
 	tr.Start()
 	node.Start(tr)
+	return &Server{cfg: cfg, node: node, tr: tr}, nil
+}
 
-	g, err := gossip.Start(gossip.Config{
-		Meta: gossip.Meta{Name: cfg.Name, Role: gossip.RoleServer, RaftID: node.ID(), API: cfg.APIAdvertise, Raft: cfg.RaftAddr,
-			Arch: facts.Platform(), Version: cfg.Version},
-		Addr: cfg.Address, Port: cfg.GossipPort, Key: gossipKey, Tuning: cfg.Gossip, Logger: log, Registerer: reg,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	defer func() { _ = g.Leave(2 * time.Second) }()
-	if cfg.MDNS {
-		if stop := gossip.AdvertiseOnLAN(cfg.Name, cfg.Address, cfg.GossipPort, wire.CAHash(id.CA.Cert), log); stop != nil {
-			defer stop()
+// Close stops the store.
+func (s *Server) Close() {
+	s.tr.Close()
+	s.node.Stop()
+}
+
+// ID is the server's member ID in the store.
+func (s *Server) ID() uint64 { return s.node.ID() }
+
+// Peers are the other store members' raft addresses (host:port).
+func (s *Server) Peers() []string {
+	var out []string
+	for _, m := range s.node.Members() {
+		if m.ID != s.node.ID() {
+			out = append(out, m.RaftAddr)
 		}
 	}
+	return out
+}
 
+// Run serves the control plane until ctx ends or it fails: the API server,
+// the /isle/v1 endpoints, the store's debugging API and, while this server
+// leads, the membership upkeep, the initial objects and the controllers.
+// boards is what it knows of the boards beyond the store.
+func (s *Server) Run(ctx context.Context, boards Boards) error {
+	cfg, node, log, reg := s.cfg, s.node, s.cfg.Logger, s.cfg.Metrics
+	id := cfg.Identity
 	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR})
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
-	members := &membership{node: node, gossip: g, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
+	members := &membership{node: node, boards: boards, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
 	servingTLS, err := servingConfig(id, cfg)
 	if err != nil {
 		return err
@@ -247,7 +234,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
-		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, log: log, members: members}),
+		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, log: log, members: members}),
 		NodeLease: members.nodeLease, Usage: usage, NodeTLS: nodeTLS,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
@@ -282,44 +269,23 @@ func Run(ctx context.Context, cfg Config) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go joinGossip(runCtx, g, node, cfg, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
-		if l := cfg.Agent.LEDs; l != nil {
-			// The leader's readiness LED dips twice every few seconds.
-			l.SetLeader(true)
-			context.AfterFunc(ctx, func() { l.SetLeader(false) })
+		if cfg.Lead != nil {
+			cfg.Lead(ctx)
 		}
 		go members.maintain(ctx)
-		if cfg.VIP.IsValid() {
-			go func() {
-				if err := vip.Hold(ctx, vipCfg); err != nil {
-					log.Error("cluster: the floating API address is not held", "err", err)
-				}
-			}()
-		}
-		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
+		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
-		if l := cfg.Agent.LEDs; l != nil {
-			opts = append(opts, controllers.WithActivity(l.Activity))
+		if cfg.Activity != nil {
+			opts = append(opts, controllers.WithActivity(cfg.Activity))
 		}
 		table := append(controllers.Table(store, log, opts...),
-			controllers.NewNodeLifecycle(store, gossipLiveness{g}, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
+			controllers.NewNodeLifecycle(store, boards, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR}, log.With("controller", "nodelifecycle")))
 		controllers.RunAll(ctx, table, log)
 	})
-	go func() {
-		cred, err := nodeCredential(runCtx, cfg, node, id, gossipKey)
-		if err != nil {
-			errc <- err
-			return
-		}
-		acfg := cfg.Agent
-		acfg.Credential, acfg.Role, acfg.Address, acfg.DataDir = cred, gossip.RoleServer, cfg.Address.String(), cfg.DataDir
-		acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger, acfg.Registerer = g, []string{cfg.APIAdvertise}, apiserver.KubeVersion, log, reg
-		errc <- agent.Run(runCtx, acfg)
-	}()
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)
-	if boot.NewCluster {
+	if cfg.Boot.NewCluster {
 		log.Info("cluster: new cluster started; join other servers with this token", "token", id.Token.String())
 	}
 
@@ -334,113 +300,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-func shutdown(srv *http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(ctx)
-}
-
-// establishIdentity loads the identity of a restarting server, creates the
-// one of a new cluster, or fetches it from the cluster being joined.
-func establishIdentity(ctx context.Context, cfg Config, storeDir string) (Identity, raft.Bootstrap, error) {
-	var boot raft.Bootstrap
-	if raft.HasMember(storeDir) {
-		id, err := LoadIdentity(cfg.DataDir)
-		return id, boot, err
-	}
-	switch {
-	case cfg.Init:
-		id, err := newIdentity(time.Now())
-		if err != nil {
-			return id, boot, fmt.Errorf("cluster: new CA: %w", err)
-		}
-		if err := saveIdentity(cfg.DataDir, id); err != nil {
-			return id, boot, fmt.Errorf("cluster: %w", err)
-		}
-		boot.NewCluster = true
-		return id, boot, nil
-	case len(cfg.Join) > 0 || cfg.Token != "" && cfg.MDNS:
-		id, info, err := joinCluster(ctx, cfg)
-		if err != nil {
-			return id, boot, fmt.Errorf("cluster: %w", err)
-		}
-		boot.Join = info
-		return id, boot, nil
-	}
-	return Identity{}, boot, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --token T (and --join ADDR, unless the cluster is found by mDNS)", cfg.DataDir)
-}
-
-// joinCluster finds the servers through the gossip of any board at
-// cfg.Join and asks one to add this server as a store learner; it saves
-// the cluster identity and the board's node credential.
-func joinCluster(ctx context.Context, cfg Config) (Identity, *raft.JoinInfo, error) {
-	tok, err := wire.ParseToken(cfg.Token)
-	if err != nil {
-		return Identity{}, nil, fmt.Errorf("--token: %w", err)
-	}
-	key, err := gossip.DeriveKey(tok.Secret)
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	if len(cfg.Join) == 0 {
-		if cfg.Join, err = gossip.FindOnLAN(ctx, cfg.Address, tok.CAHash, cfg.Logger); err != nil {
-			return Identity{}, nil, err
-		}
-	}
-	found, err := gossip.DiscoverRetry(ctx, cfg.Address, key, cfg.Join, cfg.Logger)
-	if err != nil {
-		return Identity{}, nil, fmt.Errorf("join: %w", err)
-	}
-	jctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found),
-		wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, RaftAddr: cfg.RaftAddr, APIAddr: cfg.APIAdvertise}, "")
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	if resp.Join == nil || resp.NodeToken == "" {
-		return Identity{}, nil, errors.New("join: the server's answer lacks the store's join information or the node credential")
-	}
-	keyPEM, err := pki.Open(resp.CAKeySealed, tok.Secret, pki.InfoCAKey)
-	if err != nil {
-		return Identity{}, nil, fmt.Errorf("join: %w", err)
-	}
-	ca, err := pki.ParseCA(resp.CACert, keyPEM)
-	if err != nil {
-		return Identity{}, nil, fmt.Errorf("join: %w", err)
-	}
-	id := Identity{Token: tok, CA: ca}
-	if err := saveIdentity(cfg.DataDir, id); err != nil {
-		return id, nil, err
-	}
-	cred := wire.Credential{Name: cfg.Name, NodeToken: resp.NodeToken, CACert: resp.CACert, GossipKey: key, Servers: serverGossipAddrs(found)}
-	if err := cred.Save(cfg.DataDir); err != nil {
-		return id, nil, err
-	}
-	return id, resp.Join, nil
-}
-
-func serverGossipAddrs(members []gossip.Member) []string {
-	var out []string
-	for _, m := range members {
-		if m.Role == gossip.RoleServer {
-			out = append(out, m.Addr.String())
-		}
-	}
-	return out
-}
-
-// nodeCredential returns the server's node credential; the first server of
+// NodeCredential returns the server's node credential; the first server of
 // a cluster issues its own once the store has a leader.
-func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identity, gossipKey []byte) (wire.Credential, error) {
+func (s *Server) NodeCredential(ctx context.Context) (wire.Credential, error) {
+	cfg := s.cfg
 	cred, ok, err := wire.LoadCredential(cfg.DataDir)
 	if err != nil || ok {
 		return cred, err
 	}
 	for {
-		token, err := issueNodeToken(ctx, node, cfg.Name)
+		token, err := issueNodeToken(ctx, s.node, cfg.Name)
 		if err == nil {
-			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: id.CA.CertPEM, GossipKey: gossipKey}
+			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: cfg.Identity.CA.CertPEM, GossipKey: cfg.GossipKey}
 			return cred, cred.Save(cfg.DataDir)
 		}
 		if errors.Is(err, errNameTaken) {
@@ -454,38 +325,10 @@ func nodeCredential(ctx context.Context, cfg Config, node *raft.Node, id Identit
 	}
 }
 
-// joinGossip joins the gossip through the boards this server knows: the
-// addresses it was started with, the servers it saw last, and the other
-// store members (on the same gossip port). It retries until one answers.
-func joinGossip(ctx context.Context, g *gossip.Gossip, node *raft.Node, cfg Config, log *slog.Logger) {
-	for attempt := 0; ; attempt++ {
-		seeds := slices.Clone(cfg.Join)
-		if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok {
-			seeds = append(seeds, cred.Servers...)
-		}
-		for _, m := range node.Members() {
-			if host, _, err := net.SplitHostPort(m.RaftAddr); err == nil && m.ID != node.ID() {
-				seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(cfg.GossipPort)))
-			}
-		}
-		self := netip.AddrPortFrom(cfg.Address, uint16(cfg.GossipPort)).String()
-		seeds = slices.DeleteFunc(seeds, func(s string) bool { return s == self })
-		slices.Sort(seeds)
-		seeds = slices.Compact(seeds)
-		if len(seeds) == 0 {
-			return // the only board so far: the others will join it
-		}
-		if _, err := g.Join(seeds); err == nil {
-			return
-		} else if attempt%10 == 0 {
-			log.Warn("cluster: no board answered gossip yet; retrying", "seeds", seeds, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 // servingConfig issues this server's serving certificate from the CA.
@@ -500,7 +343,7 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	}
 	// Every server also answers to the kubernetes Service's names, which
 	// boards use to verify whichever server they reach.
-	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", agent.APIServerName, agent.APIServerName+".cluster.local")
+	names = append(names, cfg.Name, "kubernetes", "kubernetes.default", wire.APIServerName, wire.APIServerName+".cluster.local")
 	first := cfg.ServiceCIDR.Addr().Next() // the kubernetes Service
 	ips = append(ips, net.IP(first.AsSlice()))
 	if cfg.VIP.IsValid() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
 
@@ -93,17 +94,38 @@ func LoadIdentity(dir string) (Identity, error) {
 	return id, nil
 }
 
-// newIdentity makes a new cluster's CA and token.
-func newIdentity(now time.Time) (Identity, error) {
+// HasServer reports whether a data directory holds a server already: one
+// that restarts, with the identity its directory keeps.
+func HasServer(dir string) bool { return raft.HasMember(filepath.Join(dir, storeDirName)) }
+
+// NewIdentity makes a new cluster's CA and token and saves them to dir.
+func NewIdentity(dir string, now time.Time) (Identity, error) {
 	ca, err := pki.NewCA("isle-ca", now)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, fmt.Errorf("new CA: %w", err)
 	}
 	tok, err := wire.NewToken(ca.Cert)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, fmt.Errorf("new CA: %w", err)
 	}
-	return Identity{Token: tok, CA: ca}, nil
+	id := Identity{Token: tok, CA: ca}
+	return id, saveIdentity(dir, id)
+}
+
+// JoinedIdentity is the identity a server that joined the cluster of tok
+// was answered with (the CA, its key sealed with the token's secret); it
+// saves it to dir.
+func JoinedIdentity(dir string, tok wire.Token, resp wire.JoinResponse) (Identity, error) {
+	keyPEM, err := pki.Open(resp.CAKeySealed, tok.Secret, pki.InfoCAKey)
+	if err != nil {
+		return Identity{}, fmt.Errorf("join: %w", err)
+	}
+	ca, err := pki.ParseCA(resp.CACert, keyPEM)
+	if err != nil {
+		return Identity{}, fmt.Errorf("join: %w", err)
+	}
+	id := Identity{Token: tok, CA: ca}
+	return id, saveIdentity(dir, id)
 }
 
 func saveLocalInfo(dir string, info localInfo) error {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
-	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 )
 
@@ -25,10 +24,11 @@ import (
 // token's secret. The joiner pins the server's CA by the hash in the
 // token, so it talks to the right cluster before it sends the secret.
 type joinHandler struct {
-	node    *raft.Node
-	id      Identity
-	log     *slog.Logger
-	members *membership
+	node      *raft.Node
+	id        Identity
+	gossipKey []byte
+	log       *slog.Logger
+	members   *membership
 }
 
 func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -77,13 +77,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 	// A board that has the name's credential keeps its name; any other
 	// board asking for a taken name is refused.
 	var resp wire.JoinResponse
-	resp.CACert = h.id.CA.CertPEM
-	key, err := gossip.DeriveKey(h.id.Token.Secret)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	resp.GossipKey = key
+	resp.CACert, resp.GossipKey = h.id.CA.CertPEM, h.gossipKey
 	if cred := r.Header.Get(wire.CredentialHeader); cred != "" {
 		if n, ok := nodeOfToken(h.node.KV(), cred); !ok || n != req.Name {
 			h.log.Warn("cluster: join refused: a node credential that is not the name's", "name", req.Name, "from", r.RemoteAddr)

@@ -18,7 +18,6 @@ import (
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
-	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/raft"
 )
 
@@ -28,11 +27,23 @@ const membersPath = wire.MembersPath
 // standbys (raft learners) that take a removed voter's place.
 const voters = 3
 
+// Boards is what the control plane learns of the boards from outside the
+// store (their gossip, which the board's assembly adapts to it): every
+// board that is or was in the cluster, and how it answers.
+type Boards interface {
+	controllers.Liveness
+	// Members are the boards as `isle member list` shows them, less what
+	// the store knows (RaftID, Raft); State is a controllers.BoardState.
+	Members() []wire.MemberInfo
+	// Forget drops what is known of a removed board.
+	Forget(name string)
+}
+
 // membership joins the two views of the boards: the gossip (every board,
 // alive or not) and the store's members (servers).
 type membership struct {
 	node   *raft.Node
-	gossip *gossip.Gossip
+	boards Boards
 	store  *registry.Store
 	log    *slog.Logger
 	// removeDeadAfter removes a voter whose board has been dead this long
@@ -43,10 +54,9 @@ type membership struct {
 func (m *membership) list() []wire.MemberInfo {
 	byName := map[string]*wire.MemberInfo{}
 	var out []*wire.MemberInfo
-	for _, g := range m.gossip.Members() {
-		mi := &wire.MemberInfo{Name: g.Name, Role: wire.Role(g.Role), State: string(g.State), Since: g.Since, Address: g.Addr.Addr().String(),
-			Arch: g.Arch, Version: g.Version}
-		byName[g.Name] = mi
+	for _, b := range m.boards.Members() {
+		mi := &b
+		byName[b.Name] = mi
 		out = append(out, mi)
 	}
 	lead := m.node.Leader()
@@ -125,12 +135,12 @@ func (m *membership) remove(ctx context.Context, name string) error {
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove %s: delete its Node: %w", name, err)
 	}
-	for _, g := range m.gossip.Members() {
-		if g.Name == name {
+	for _, b := range m.boards.Boards() {
+		if b.Name == name {
 			found = true
 		}
 	}
-	m.gossip.Forget(name)
+	m.boards.Forget(name)
 	if !found {
 		return fmt.Errorf("remove %s: %w", name, errNoSuchBoard)
 	}
@@ -169,8 +179,8 @@ func (m *membership) promoteStandby(ctx context.Context) {
 		return
 	}
 	alive := map[string]bool{}
-	for _, g := range m.gossip.Members() {
-		alive[g.Name] = g.State == gossip.Alive
+	for _, b := range m.boards.Boards() {
+		alive[b.Name] = b.State == controllers.BoardAlive
 	}
 	for _, r := range members {
 		if !r.Learner || !alive[r.Name] {
@@ -187,9 +197,9 @@ func (m *membership) promoteStandby(ctx context.Context) {
 
 func (m *membership) removeDead(ctx context.Context) {
 	dead := map[string]time.Time{}
-	for _, g := range m.gossip.Members() {
-		if g.State == gossip.Dead {
-			dead[g.Name] = g.Since
+	for _, b := range m.boards.Members() {
+		if controllers.BoardState(b.State) == controllers.BoardDead {
+			dead[b.Name] = b.Since
 		}
 	}
 	for _, r := range m.node.Members() {
@@ -213,18 +223,18 @@ const nodeLeaseSeconds = 40
 // while the board is alive (SWIM probes it every second), at the time it
 // stopped answering otherwise. Nothing of it is stored.
 func (m *membership) nodeLease(node string) (*coordinationv1.Lease, bool) {
-	for _, g := range m.gossip.Members() {
-		if g.Name != node {
+	for _, b := range m.boards.Members() {
+		if b.Name != node {
 			continue
 		}
 		renew := metav1.NewMicroTime(time.Now())
-		if g.State == gossip.Dead || g.State == gossip.Left {
-			renew = metav1.NewMicroTime(g.Since)
+		if st := controllers.BoardState(b.State); st == controllers.BoardDead || st == controllers.BoardLeft {
+			renew = metav1.NewMicroTime(b.Since)
 		}
 		return &coordinationv1.Lease{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease, CreationTimestamp: metav1.NewTime(g.Since)},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &g.Name, LeaseDurationSeconds: ptrTo(int32(nodeLeaseSeconds)),
+			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease, CreationTimestamp: metav1.NewTime(b.Since)},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &b.Name, LeaseDurationSeconds: ptrTo(int32(nodeLeaseSeconds)),
 				RenewTime: &renew},
 		}, true
 	}
@@ -232,27 +242,3 @@ func (m *membership) nodeLease(node string) (*coordinationv1.Lease, bool) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// gossipLiveness shows the node lifecycle controller the gossip
-// membership as the controller's own Boards.
-type gossipLiveness struct{ g *gossip.Gossip }
-
-func (l gossipLiveness) Changed() <-chan struct{} { return l.g.Changed() }
-
-func (l gossipLiveness) Boards() []controllers.Board {
-	members := l.g.Members()
-	out := make([]controllers.Board, 0, len(members))
-	for _, m := range members {
-		st := controllers.BoardAlive
-		switch m.State {
-		case gossip.Suspect:
-			st = controllers.BoardSuspect
-		case gossip.Dead:
-			st = controllers.BoardDead
-		case gossip.Left:
-			st = controllers.BoardLeft
-		}
-		out = append(out, controllers.Board{Name: m.Name, State: st})
-	}
-	return out
-}

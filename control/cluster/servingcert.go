@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
-	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft"
 )
 
@@ -19,7 +19,7 @@ import (
 const maxCSRBytes = 16 << 10
 
 // servingCertHandler issues the certificates of the boards' streaming
-// servers (POST agent.ServingCertPath, package agent has the exchange).
+// servers (POST wire.ServingCertPath, package agent has the exchange).
 // It is authenticated by the board's node credential, not by the cluster
 // token, and the certificate is for the node the credential belongs to,
 // whatever the request names; pki.IssueNodeServing decides what else the
@@ -85,7 +85,7 @@ func (h *servingCertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the join handler authenticates with the cluster token.
 func isleHandler(certs *servingCertHandler, join *joinHandler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(agent.ServingCertPath, certs)
+	mux.Handle(wire.ServingCertPath, certs)
 	mux.Handle("/", join)
 	return mux
 }

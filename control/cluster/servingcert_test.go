@@ -13,7 +13,6 @@ import (
 
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
-	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -53,7 +52,7 @@ func TestServingCertHandler(t *testing.T) {
 	}
 	post := func(method, token string, body []byte) (int, string) {
 		t.Helper()
-		r, err := http.NewRequestWithContext(t.Context(), method, srv.URL+agent.ServingCertPath, strings.NewReader(string(body)))
+		r, err := http.NewRequestWithContext(t.Context(), method, srv.URL+wire.ServingCertPath, strings.NewReader(string(body)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,17 @@ import (
 // other client. The API server itself grants this user nothing.
 const APIServerUser = "isle:apiserver"
 
+// APIServerName is the name every server's certificate carries, so a board
+// can verify whichever server it reaches.
+const APIServerName = "kubernetes.default.svc"
+
+// ServingCertPath is where a board asks the servers for its streaming
+// server's certificate: POST, authenticated by the node credential
+// (Authorization: Bearer), the body a PEM certificate request
+// (NewCSR), the answer the PEM certificate (pki.IssueNodeServing), for
+// the node the credential belongs to, whatever the request names.
+const ServingCertPath = "/isle/v1/node-serving-cert"
+
 // PEMCertificateRequest is the PEM block type of a certificate request.
 const PEMCertificateRequest = "CERTIFICATE REQUEST"
 

@@ -21,10 +21,6 @@ import (
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
-// APIServerName is the name every server's certificate carries, so a board
-// can verify whichever server it reaches.
-const APIServerName = "kubernetes.default.svc"
-
 // servers picks the API server a board talks to: the alive servers in
 // gossip, the last one that worked first. A board needs no load balancer:
 // when its server dies, the next connection goes to another.
@@ -110,10 +106,10 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 		apiPath = "/api"
 	}
 	cfg := &rest.Config{
-		Host:            "https://" + APIServerName,
+		Host:            "https://" + wire.APIServerName,
 		APIPath:         apiPath,
 		BearerToken:     cred.NodeToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: APIServerName},
+		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: wire.APIServerName},
 		Dial:            s.dial,
 		UserAgent:       "isle-agent/" + cred.Name,
 		QPS:             20,

@@ -61,7 +61,7 @@ func newStatsPusher(cred wire.Credential, servers *servers, pods PodStats, log *
 	if !pool.AppendCertsFromPEM(cred.CACert) {
 		return nil, errors.New("agent: usage reports: the credential's CA certificate does not parse")
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: APIServerName, MinVersion: tls.VersionTLS12},
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: wire.APIServerName, MinVersion: tls.VersionTLS12},
 		MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
 	if pods == nil {
 		pods = NoPodStats{}

@@ -28,13 +28,6 @@ import (
 // is 0: the kubelet's.
 const DefaultStreamPort = 10250
 
-// ServingCertPath is where a board asks the servers for its streaming
-// server's certificate: POST, authenticated by the node credential
-// (Authorization: Bearer), the body a PEM certificate request
-// (wire.NewCSR), the answer the PEM certificate (pki.IssueNodeServing), for
-// the node the credential belongs to, whatever the request names.
-const ServingCertPath = "/isle/v1/node-serving-cert"
-
 // ServingCertFile, in the data directory, holds the streaming server's
 // certificate and key (PEM, 0600). It is written only when a certificate
 // is issued: on the first start and when a third of its year remains.
@@ -140,7 +133,7 @@ func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr st
 	roots.AddCert(ca)
 	tr := &http.Transport{
 		DialContext:     dial,
-		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: APIServerName},
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: wire.APIServerName},
 		// A certificate a year: no connection to keep.
 		DisableKeepAlives: true,
 	}
@@ -281,7 +274,7 @@ func (s *streamServer) obtain(ctx context.Context) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: streaming server certificate: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+APIServerName+ServingCertPath, bytes.NewReader(csrPEM))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+wire.APIServerName+wire.ServingCertPath, bytes.NewReader(csrPEM))
 	if err != nil {
 		return nil, fmt.Errorf("agent: streaming server certificate: %w", err)
 	}

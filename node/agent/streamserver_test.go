@@ -24,7 +24,7 @@ import (
 	"github.com/isle-cluster/isle/control/wire"
 )
 
-// certIssuer is a server's ServingCertPath: it issues certificates of its
+// certIssuer is a server's wire.ServingCertPath: it issues certificates of its
 // CA for the node a token belongs to.
 type certIssuer struct {
 	ca     *pki.CA
@@ -59,7 +59,7 @@ func (ci *certIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer ci.mu.Unlock()
 	ci.requests++
 	node, ok := ci.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-	if r.Method != http.MethodPost || r.URL.Path != ServingCertPath || !ok {
+	if r.Method != http.MethodPost || r.URL.Path != wire.ServingCertPath || !ok {
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "not a node credential"})
 		return

@@ -1,0 +1,203 @@
+// Package board assembles a board, the one place that joins control/ and
+// node/: an agent board is gossip, the join to the cluster, the node agent,
+// its LEDs and its metrics; a server board is the same plus the control
+// plane (package cluster), which learns of the boards through its own
+// interface (cluster.Boards). Command isle turns flags into a Config.
+package board
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/cluster"
+	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// Config configures a board.
+type Config struct {
+	// DataDir holds the board's node credential and, on a server, the
+	// store and the cluster identity.
+	DataDir string
+	// Name is the board's name (its Node's). NameGiven says it was given,
+	// not taken from the hostname: an agent then refuses a data directory
+	// of another name.
+	Name      string
+	NameGiven bool
+	// Init starts a new cluster (a server only); Join (gossip addresses,
+	// host or host:port, of any boards of the cluster) with Token joins
+	// one, found on the LAN by mDNS without Join. A board that has joined
+	// already restarts and ignores all three.
+	Init  bool
+	Join  []string
+	Token string
+	// Address is the board's IP: gossip binds it (port GossipPort) and its
+	// Node reports it.
+	Address    netip.Addr
+	GossipPort int
+	// MDNS advertises the cluster on the board's LAN and, with a Token but
+	// no Join, finds it there.
+	MDNS bool
+	// MetricsAddr serves the board's /metrics (empty: not served; a server
+	// serves them on its store address).
+	MetricsAddr string
+	// Version and Commit of isle.
+	Version, Commit string
+	Logger          *slog.Logger
+	// Agent holds the settings of the board's node agent (how it runs
+	// pods); its identity, addresses and logger are filled in here.
+	Agent agent.Config
+	// Server, if not nil, makes a server board: the control plane's
+	// settings. Its name, data directory, identity, store bootstrap, gossip
+	// key, metrics, logger and hooks are filled in here.
+	Server *cluster.Config
+}
+
+// Run runs the board until ctx ends or it fails.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Server != nil {
+		return runServer(ctx, cfg)
+	}
+	return runAgent(ctx, cfg)
+}
+
+// runAgent runs an agent board: a new one joins the cluster first.
+func runAgent(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	cred, joined, err := wire.LoadCredential(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case joined && cfg.NameGiven && cred.Name != cfg.Name:
+		return fmt.Errorf("agent: %s belongs to the node %q, not %q: use --name %s, or another --data-dir", cfg.DataDir, cred.Name, cfg.Name, cred.Name)
+	case !joined && cfg.Token == "":
+		return errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
+	case !joined:
+		_, _, cred, err = join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleAgent})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		if err := cred.Save(cfg.DataDir); err != nil {
+			return err
+		}
+	}
+
+	facts, err := hw.Read()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	reg := newRegistry()
+	ca, err := wire.ParseCertPEM(cred.CACert)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	g, stop, err := startGossip(cfg, gossip.Meta{Name: cred.Name, Role: gossip.RoleAgent, Arch: facts.Platform(), Version: cfg.Version},
+		cred.GossipKey, wire.CAHash(ca), reg)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer stop()
+	seeds := func() []string { return append(slices.Clone(cfg.Join), cred.Servers...) }
+	if !joinGossip(ctx, g, cfg, seeds) {
+		return nil
+	}
+	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
+	return runNode(ctx, cfg, cred, gossip.RoleAgent, g, reg, nil)
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// startGossip starts the board's gossip member, with key, and what goes
+// with it: the /metrics of reg on cfg.MetricsAddr, and the advertisement
+// of the cluster of CA caHash on the LAN. stop leaves the gossip and
+// stops the rest.
+func startGossip(cfg Config, meta gossip.Meta, key []byte, caHash string, reg *prometheus.Registry) (g *gossip.Gossip, stop func(), err error) {
+	log := cfg.Logger
+	g, err = gossip.Start(gossip.Config{Meta: meta, Addr: cfg.Address, Port: cfg.GossipPort, Key: key, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, nil, err
+	}
+	stops := []func(){func() { _ = g.Leave(2 * time.Second) }}
+	stop = func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+	}
+	if cfg.MetricsAddr != "" {
+		lis, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(lis) }()
+		stops = append(stops, func() { _ = srv.Close() })
+	}
+	if cfg.MDNS {
+		if s := gossip.AdvertiseOnLAN(meta.Name, cfg.Address, cfg.GossipPort, caHash, log); s != nil {
+			stops = append(stops, s)
+		}
+	}
+	return g, stop, nil
+}
+
+// joinGossip joins the gossip through the boards seeds gives (asked again
+// on each attempt, less the board itself) and retries every second until
+// one answers; it reports false if ctx ended first. With no seed it is
+// done at once: the board is the only one so far, the others join it.
+func joinGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() []string) bool {
+	self := netip.AddrPortFrom(cfg.Address, uint16(cfg.GossipPort)).String()
+	for attempt := 0; ; attempt++ {
+		s := slices.DeleteFunc(seeds(), func(s string) bool { return s == self })
+		slices.Sort(s)
+		s = slices.Compact(s)
+		if len(s) == 0 {
+			return true
+		}
+		_, err := g.Join(s)
+		if err == nil {
+			return true
+		}
+		if attempt%10 == 0 {
+			cfg.Logger.Warn("board: no board answered gossip yet; retrying", "seeds", s, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runNode runs the board's node agent with its credential; fallback are
+// API addresses to use until gossip shows a server.
+func runNode(ctx context.Context, cfg Config, cred wire.Credential, role gossip.Role, g *gossip.Gossip, reg prometheus.Registerer, fallback []string) error {
+	acfg := cfg.Agent
+	acfg.Credential, acfg.Role, acfg.Address, acfg.DataDir = cred, role, cfg.Address.String(), cfg.DataDir
+	acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger, acfg.Registerer = g, fallback, apiserver.KubeVersion, cfg.Logger, reg
+	return agent.Run(ctx, acfg)
+}

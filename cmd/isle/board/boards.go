@@ -1,0 +1,46 @@
+package board
+
+import (
+	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// boards shows the control plane the gossip membership as its own
+// cluster.Boards (and so controllers.Liveness).
+type boards struct{ g *gossip.Gossip }
+
+func (b boards) Changed() <-chan struct{} { return b.g.Changed() }
+
+func (b boards) Forget(name string) { b.g.Forget(name) }
+
+func (b boards) Boards() []controllers.Board {
+	members := b.g.Members()
+	out := make([]controllers.Board, 0, len(members))
+	for _, m := range members {
+		out = append(out, controllers.Board{Name: m.Name, State: boardState(m.State)})
+	}
+	return out
+}
+
+func (b boards) Members() []wire.MemberInfo {
+	members := b.g.Members()
+	out := make([]wire.MemberInfo, 0, len(members))
+	for _, m := range members {
+		out = append(out, wire.MemberInfo{Name: m.Name, Role: wire.Role(m.Role), State: string(boardState(m.State)), Since: m.Since,
+			Address: m.Addr.Addr().String(), Arch: m.Arch, Version: m.Version})
+	}
+	return out
+}
+
+func boardState(s gossip.State) controllers.BoardState {
+	switch s {
+	case gossip.Suspect:
+		return controllers.BoardSuspect
+	case gossip.Dead:
+		return controllers.BoardDead
+	case gossip.Left:
+		return controllers.BoardLeft
+	}
+	return controllers.BoardAlive
+}

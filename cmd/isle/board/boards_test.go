@@ -1,0 +1,90 @@
+package board
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/node/gossip"
+)
+
+// TestJoinGossipAndBoards: an agent joins the gossip through seeds that
+// name itself too, and the control plane's view of the gossip (boards)
+// shows the server as alive with its role and address, then dead once it
+// stops answering.
+func TestJoinGossipAndBoards(t *testing.T) {
+	key, err := gossip.DeriveKey("secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Addresses of their own on loopback, so the default port is free.
+	server, agent := netip.MustParseAddr("127.87.0.1"), netip.MustParseAddr("127.87.0.2")
+	start := func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
+			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
+			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
+				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = g.Stop() })
+		return g
+	}
+	s := start("s1", gossip.RoleServer, server)
+	a := start("a1", gossip.RoleAgent, agent)
+	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
+	self := netip.AddrPortFrom(agent, gossip.DefaultPort).String()
+
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self} }) {
+		t.Fatal("joinGossip with only itself to ask: not done")
+	}
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self, netip.AddrPortFrom(server, gossip.DefaultPort).String()} }) {
+		t.Fatal("joinGossip through the server: not joined")
+	}
+	b := boards{a}
+	eventually(t, func() bool {
+		m, ok := member(b, "s1")
+		return ok && m.Role == wire.RoleServer && m.State == string(controllers.BoardAlive) && m.Address == server.String()
+	})
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		m, ok := member(b, "s1")
+		for _, bd := range b.Boards() {
+			if bd.Name == "s1" {
+				return ok && m.State == string(controllers.BoardDead) && bd.State == controllers.BoardDead
+			}
+		}
+		return false
+	})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if joinGossip(ctx, a, cfg, func() []string { return []string{"127.87.0.9"} }) {
+		t.Error("joinGossip through nobody, its context ended: joined")
+	}
+}
+
+func member(b boards, name string) (wire.MemberInfo, bool) {
+	for _, m := range b.Members() {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return wire.MemberInfo{}, false
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
