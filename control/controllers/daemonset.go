@@ -24,6 +24,7 @@ import (
 	schedulinghelper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -72,7 +73,7 @@ type daemonSets struct {
 	now func() time.Time
 	// events records the Events of Kubernetes' daemonset-controller; nil
 	// records none.
-	events eventRecorder
+	events kit.EventRecorder
 	// synced, if set, is called after each sync with the DaemonSet's key
 	// and the store revision when the sync began (for tests).
 	synced func(key string, rev int64)
@@ -126,7 +127,7 @@ type dsRun struct {
 	dsRes   *registry.Resource
 	podRes  *registry.Resource
 	nodeRes *registry.Resource
-	queue   *workQueue
+	queue   *kit.Queue
 
 	mu      sync.Mutex
 	backoff map[string]dsBackoff // failed pods, by DaemonSet key and node
@@ -139,17 +140,17 @@ type dsBackoff struct {
 
 func (c *daemonSets) Run(ctx context.Context) {
 	r := &dsRun{daemonSets: c, now: c.now, helpLog: logr.FromSlogHandler(c.log.Handler()),
-		dsRes:   mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
-		podRes:  mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		nodeRes: mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
-		queue:   newWorkQueue(dsRetryBase, dsRetryMax),
+		dsRes:   kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
+		podRes:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		nodeRes: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
+		queue:   kit.NewQueue(dsRetryBase, dsRetryMax),
 		backoff: map[string]dsBackoff{}}
 	if r.now == nil {
 		r.now = time.Now
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
-	runWorkers(ctx, dsWorkers, r.queue, func(key string) { r.work(ctx, key) })
+	kit.RunWorkers(ctx, dsWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -161,12 +162,12 @@ func (r *dsRun) watch(ctx context.Context) {
 	nodes := map[string]string{}         // what of a node decides placement, by name
 	queueAll := func() {
 		for key := range sets {
-			r.queue.add(key)
+			r.queue.Add(key)
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "daemonset controller", resync: queueAll, resyncEvery: dsResync}
-	loop.run(ctx,
-		watchOf(r.dsRes, func() {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "daemonset controller", Resync: queueAll, ResyncEvery: dsResync}
+	loop.Run(ctx,
+		kit.WatchOf(r.dsRes, func() {
 			clear(sets)
 			clear(keys)
 		}, func(typ watch.EventType, ds *appsv1.DaemonSet) {
@@ -183,9 +184,9 @@ func (r *dsRun) watch(ctx context.Context) {
 			}
 			sets[key] = sel
 			keys[ds.UID] = key
-			r.queue.add(key)
+			r.queue.Add(key)
 		}),
-		watchOf(r.nodeRes, func() {
+		kit.WatchOf(r.nodeRes, func() {
 			clear(nodes)
 			queueAll() // nodes deleted while the watch was away
 		}, func(typ watch.EventType, node *corev1.Node) {
@@ -202,10 +203,10 @@ func (r *dsRun) watch(ctx context.Context) {
 				queueAll()
 			}
 		}),
-		watchOf(r.podRes, queueAll, func(typ watch.EventType, pod *corev1.Pod) {
+		kit.WatchOf(r.podRes, queueAll, func(typ watch.EventType, pod *corev1.Pod) {
 			if ref := metav1.GetControllerOf(pod); ref != nil {
 				if key, ok := keys[ref.UID]; ok {
-					r.queue.add(key)
+					r.queue.Add(key)
 				}
 				return
 			}
@@ -216,7 +217,7 @@ func (r *dsRun) watch(ctx context.Context) {
 			set := labels.Set(pod.Labels)
 			for key, sel := range sets {
 				if strings.HasPrefix(key, pod.Namespace+"/") && sel.Matches(set) {
-					r.queue.add(key)
+					r.queue.Add(key)
 				}
 			}
 		}))
@@ -237,9 +238,9 @@ func (r *dsRun) work(ctx context.Context, key string) {
 	rev := r.store.Node().KV().Revision()
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
 		r.log.Warn("daemonset controller: reconcile failed; will retry", "daemonset", key, "err", err)
-		r.queue.retry(key)
+		r.queue.Retry(key)
 	} else {
-		r.queue.forget(key)
+		r.queue.Forget(key)
 	}
 	if r.synced != nil {
 		r.synced(key, rev)
@@ -282,7 +283,7 @@ func (r *dsRun) sync(ctx context.Context, key string) error {
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil || sel.Empty() {
 		r.log.Warn("daemonset controller: "+dsMsgSelectingAll, "daemonset", key)
-		record(r.events, ds, corev1.EventTypeWarning, "SelectingAll", dsMsgSelectingAll)
+		kit.Record(r.events, ds, corev1.EventTypeWarning, "SelectingAll", dsMsgSelectingAll)
 		return nil
 	}
 	s := &dsSync{dsRun: r, ctx: ctx, key: key, ds: ds, sel: sel,
@@ -312,7 +313,7 @@ func (r *dsRun) sync(ctx context.Context, key string) error {
 		return errors.Join(err, serr)
 	}
 	if s.recheck > 0 {
-		r.queue.addAfter(key, s.recheck)
+		r.queue.AddAfter(key, s.recheck)
 	}
 	return err
 }
@@ -335,7 +336,7 @@ func (s *dsSync) load() error {
 	for i := range podList.(*corev1.PodList).Items {
 		all = append(all, &podList.(*corev1.PodList).Items[i])
 	}
-	owned, err := claimPods(s.ctx, s.store, s.podRes, s.ds, dsKind, s.sel, all, "")
+	owned, err := kit.ClaimPods(s.ctx, s.store, s.podRes, s.ds, dsKind, s.sel, all, "")
 	if err != nil {
 		return err
 	}
@@ -517,12 +518,12 @@ func (s *dsSync) surplus(node string, pods []*corev1.Pod) []*corev1.Pod {
 			}
 			msg := fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, node)
 			s.log.Warn("daemonset controller: "+msg, "daemonset", s.key)
-			record(s.events, s.ds, corev1.EventTypeWarning, "FailedDaemonPod", "%s", msg)
+			kit.Record(s.events, s.ds, corev1.EventTypeWarning, "FailedDaemonPod", "%s", msg)
 			del = append(del, pod)
 		case pod.Status.Phase == corev1.PodSucceeded:
 			msg := fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, node)
 			s.log.Info("daemonset controller: "+msg, "daemonset", s.key)
-			record(s.events, s.ds, corev1.EventTypeNormal, "SucceededDaemonPod", "%s", msg)
+			kit.Record(s.events, s.ds, corev1.EventTypeNormal, "SucceededDaemonPod", "%s", msg)
 			del = append(del, pod)
 		default:
 			running = append(running, pod)
@@ -650,12 +651,12 @@ func (s *dsSync) createPod(t *corev1.PodTemplateSpec, node string) error {
 	}
 	pod.Spec.Affinity = dsBindAffinity(pod.Spec.Affinity, node)
 	pod.Spec.NodeName = node
-	return createOwnedPod(s.ctx, s.store, s.podRes, s.events, s.ds, pod)
+	return kit.CreateOwnedPod(s.ctx, s.store, s.podRes, s.events, s.ds, pod)
 }
 
 // deletePod deletes one of the DaemonSet's pods.
 func (s *dsSync) deletePod(pod *corev1.Pod, grace int64) error {
-	return deleteOwnedPod(s.ctx, s.store, s.podRes, s.events, s.ds, pod, grace)
+	return kit.DeleteOwnedPod(s.ctx, s.store, s.podRes, s.events, s.ds, pod, grace)
 }
 
 // dsBindAffinity replaces the required node affinity of a daemon pod with

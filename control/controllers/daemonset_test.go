@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -52,10 +53,10 @@ func newWLEnv(t *testing.T, tune func(Controller)) *wlEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &wlEnv{t: t, s: s, ctx: t.Context(), dsSynced: map[string]int64{}, jbSynced: map[string]int64{},
-		dsRes:  mustLookup(s, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
-		jobRes: mustLookup(s, batchv1.SchemeGroupVersion.WithResource("jobs")),
-		pods:   mustLookup(s, corev1.SchemeGroupVersion.WithResource("pods")),
-		nodeRs: mustLookup(s, corev1.SchemeGroupVersion.WithResource("nodes"))}
+		dsRes:  kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
+		jobRes: kit.MustLookup(s, batchv1.SchemeGroupVersion.WithResource("jobs")),
+		pods:   kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods")),
+		nodeRs: kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("nodes"))}
 	note := func(m map[string]int64) func(string, int64) {
 		return func(key string, rev int64) {
 			e.mu.Lock()
@@ -95,7 +96,7 @@ func newWLEnv(t *testing.T, tune func(Controller)) *wlEnv {
 			t.Errorf("controllers did not stop within %v of their context's end", wlWait)
 		}
 	})
-	nsRes := mustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func (e *wlEnv) poke(res *registry.Resource, name string) func() {
 // has the reason and message.
 func (e *wlEnv) hasEvent(kind, name, eventType, reason, message string) bool {
 	e.t.Helper()
-	list, err := e.s.List(e.ctx, mustLookup(e.s, corev1.SchemeGroupVersion.WithResource("events")), "default", metav1.ListOptions{})
+	list, err := e.s.List(e.ctx, kit.MustLookup(e.s, corev1.SchemeGroupVersion.WithResource("events")), "default", metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func (e *wlEnv) startKubelet() *fakeKubelet {
 		for ctx.Err() == nil {
 			events, err := e.s.Watch(ctx, e.pods, "", metav1.ListOptions{})
 			if err != nil {
-				sleep(ctx, 10*time.Millisecond)
+				kit.Sleep(ctx, 10*time.Millisecond)
 				continue
 			}
 			for ev := range events {
@@ -282,7 +283,7 @@ func (k *fakeKubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	s.Mutate(ctx, k.e.pods, pod.Namespace, pod.Name, "status", func(o runtime.Object) error {
 		p := o.(*corev1.Pod)
 		if p.UID != pod.UID || rsPodFinished(p) {
-			return errClaimSkip
+			return kit.ErrClaimSkip
 		}
 		p.Status.Phase = corev1.PodRunning
 		setReady(p, want, time.Now())

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -62,44 +63,44 @@ const (
 )
 
 func (c *deploymentController) Run(ctx context.Context) {
-	c.dRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("deployments"))
-	c.rsRes = mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
-	c.podRes = mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
-	q := newWorkQueue(deployRetryMin, deployRetryMax)
-	loop := watchLoop{store: c.store, log: c.log, name: "deployment controller", resyncEvery: c.resync, resync: func() { c.resyncAll(ctx, q) }}
+	c.dRes = kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("deployments"))
+	c.rsRes = kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
+	c.podRes = kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
+	q := kit.NewQueue(deployRetryMin, deployRetryMax)
+	loop := kit.Loop{Store: c.store, Log: c.log, Name: "deployment controller", ResyncEvery: c.resync, Resync: func() { c.resyncAll(ctx, q) }}
 	// Pods matter only when they go (Recreate waits for the old ones).
-	pods := watchOf(c.podRes, nil, func(typ watch.EventType, pod *corev1.Pod) { c.onPod(ctx, q, typ, pod) })
-	pods.changesOnly = true
+	pods := kit.WatchOf(c.podRes, nil, func(typ watch.EventType, pod *corev1.Pod) { c.onPod(ctx, q, typ, pod) })
+	pods.ChangesOnly = true
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		loop.run(ctx,
-			watchOf(c.dRes, nil, func(typ watch.EventType, d *appsv1.Deployment) { c.onDeployment(q, typ, d) }),
-			watchOf(c.rsRes, nil, func(typ watch.EventType, rs *appsv1.ReplicaSet) { c.onReplicaSet(ctx, q, typ, rs) }),
+		loop.Run(ctx,
+			kit.WatchOf(c.dRes, nil, func(typ watch.EventType, d *appsv1.Deployment) { c.onDeployment(q, typ, d) }),
+			kit.WatchOf(c.rsRes, nil, func(typ watch.EventType, rs *appsv1.ReplicaSet) { c.onReplicaSet(ctx, q, typ, rs) }),
 			pods)
 	})
-	runWorkers(ctx, max(c.workers, 1), q, func(key string) { c.work(ctx, q, key) })
+	kit.RunWorkers(ctx, max(c.workers, 1), q, func(key string) { c.work(ctx, q, key) })
 	wg.Wait()
 }
 
 // resyncAll queues every Deployment.
-func (c *deploymentController) resyncAll(ctx context.Context, q *workQueue) {
+func (c *deploymentController) resyncAll(ctx context.Context, q *kit.Queue) {
 	list, err := c.store.List(ctx, c.dRes, "", metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return
 	}
 	for i := range list.(*appsv1.DeploymentList).Items {
 		d := &list.(*appsv1.DeploymentList).Items[i]
-		q.add(deployKey(d.Namespace, d.Name))
+		q.Add(deployKey(d.Namespace, d.Name))
 	}
 }
 
 func deployKey(ns, name string) string { return ns + "/" + name }
 
-func (c *deploymentController) onDeployment(q *workQueue, typ watch.EventType, d *appsv1.Deployment) {
+func (c *deploymentController) onDeployment(q *kit.Queue, typ watch.EventType, d *appsv1.Deployment) {
 	if typ == watch.Deleted {
 		return // the garbage collector deletes its ReplicaSets
 	}
-	q.add(deployKey(d.Namespace, d.Name))
+	q.Add(deployKey(d.Namespace, d.Name))
 }
 
 // deployOwner returns the name of the Deployment that controls obj, if any.
@@ -115,10 +116,10 @@ func deployOwner(obj metav1.Object) (string, bool) {
 	return ref.Name, true
 }
 
-func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, typ watch.EventType, rs *appsv1.ReplicaSet) {
+func (c *deploymentController) onReplicaSet(ctx context.Context, q *kit.Queue, typ watch.EventType, rs *appsv1.ReplicaSet) {
 	if metav1.GetControllerOf(rs) != nil {
 		if name, ok := deployOwner(rs); ok {
-			q.add(deployKey(rs.Namespace, name))
+			q.Add(deployKey(rs.Namespace, name))
 		}
 		return
 	}
@@ -134,14 +135,14 @@ func (c *deploymentController) onReplicaSet(ctx context.Context, q *workQueue, t
 		d := &list.(*appsv1.DeploymentList).Items[i]
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			q.add(deployKey(d.Namespace, d.Name))
+			q.Add(deployKey(d.Namespace, d.Name))
 		}
 	}
 }
 
 // onPod wakes a Recreate Deployment when a pod of one of its ReplicaSets
 // goes: it waits for the old pods to be gone before it starts new ones.
-func (c *deploymentController) onPod(ctx context.Context, q *workQueue, typ watch.EventType, pod *corev1.Pod) {
+func (c *deploymentController) onPod(ctx context.Context, q *kit.Queue, typ watch.EventType, pod *corev1.Pod) {
 	if typ != watch.Deleted {
 		return
 	}
@@ -160,27 +161,27 @@ func (c *deploymentController) onPod(ctx context.Context, q *workQueue, typ watc
 	}
 	dobj, err := c.store.Get(ctx, c.dRes, pod.Namespace, name, metav1.GetOptions{ResourceVersion: "0"})
 	if err == nil && dobj.(*appsv1.Deployment).Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		q.add(deployKey(pod.Namespace, name))
+		q.Add(deployKey(pod.Namespace, name))
 	}
 }
 
 // work syncs one queued Deployment.
-func (c *deploymentController) work(ctx context.Context, q *workQueue, key string) {
+func (c *deploymentController) work(ctx context.Context, q *kit.Queue, key string) {
 	rev := c.store.Node().KV().Revision()
 	after, err := c.syncKey(ctx, key)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
-		delay := q.retry(key)
+		delay := q.Retry(key)
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errDeployRetry) {
 			c.log.Debug("deployment controller: sync; retrying", "deployment", key, "err", err, "after", delay)
 		} else {
 			c.log.Warn("deployment controller: sync failed; retrying", "deployment", key, "err", err, "after", delay)
 		}
 	default:
-		q.forget(key)
+		q.Forget(key)
 		if after > 0 {
-			q.addAfter(key, after)
+			q.AddAfter(key, after)
 		}
 	}
 	if c.synced != nil {

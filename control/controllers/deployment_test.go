@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -37,7 +38,7 @@ type deployEnv struct {
 	*registry.Store
 	t                   *testing.T
 	ctx                 context.Context
-	clock               *TestClock
+	clock               *kit.TestClock
 	dRes, rsRes, podRes *registry.Resource
 
 	mu     sync.Mutex
@@ -52,12 +53,12 @@ func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	e := &deployEnv{Store: s, t: t, ctx: t.Context(), clock: NewTestClock(time.Now().Truncate(time.Second)),
+	e := &deployEnv{Store: s, t: t, ctx: t.Context(), clock: kit.NewTestClock(time.Now().Truncate(time.Second)),
 		synced: map[string]int64{}}
-	e.dRes = mustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments"))
-	e.rsRes = mustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets"))
-	e.podRes = mustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))
-	nsRes := mustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	e.dRes = kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments"))
+	e.rsRes = kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets"))
+	e.podRes = kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))
+	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -962,10 +963,10 @@ func TestDeploymentWithReplicaSetController(t *testing.T) {
 		t.Skip("no ReplicaSet controller in the table")
 	}
 	e := &deployEnv{Store: s, t: t, ctx: t.Context(),
-		dRes:   mustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments")),
-		rsRes:  mustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
-		podRes: mustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
-	nsRes := mustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
+		dRes:   kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments")),
+		rsRes:  kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
+		podRes: kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
+	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}

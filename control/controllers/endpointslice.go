@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -67,18 +68,18 @@ type esRun struct {
 	services *registry.Resource
 	pods     *registry.Resource
 	slices   *registry.Resource
-	queue    *workQueue
+	queue    *kit.Queue
 }
 
 func (c *endpointSlices) Run(ctx context.Context) {
 	r := &esRun{endpointSlices: c,
-		services: mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("services")),
-		pods:     mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		slices:   mustLookup(c.store, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")),
-		queue:    newWorkQueue(esRetryBase, esRetryMax)}
+		services: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("services")),
+		pods:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		slices:   kit.MustLookup(c.store, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")),
+		queue:    kit.NewQueue(esRetryBase, esRetryMax)}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
-	runWorkers(ctx, esWorkers, r.queue, func(key string) { r.work(ctx, key) })
+	kit.RunWorkers(ctx, esWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -89,7 +90,7 @@ func (r *esRun) watch(ctx context.Context) {
 	podLabels := map[string]labels.Set{}      // pods' labels by namespace/name
 	queueAll := func() {
 		for key := range selectors {
-			r.queue.add(key)
+			r.queue.Add(key)
 		}
 	}
 	queueMatching := func(ns string, sets ...labels.Set) {
@@ -99,15 +100,15 @@ func (r *esRun) watch(ctx context.Context) {
 			}
 			for _, set := range sets {
 				if set != nil && sel.Matches(set) {
-					r.queue.add(key)
+					r.queue.Add(key)
 					break
 				}
 			}
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "endpointslice controller", resync: queueAll, resyncEvery: esResync}
-	loop.run(ctx,
-		watchOf(r.services, func() { clear(selectors) }, func(typ watch.EventType, svc *corev1.Service) {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "endpointslice controller", Resync: queueAll, ResyncEvery: esResync}
+	loop.Run(ctx,
+		kit.WatchOf(r.services, func() { clear(selectors) }, func(typ watch.EventType, svc *corev1.Service) {
 			key := svc.Namespace + "/" + svc.Name
 			if typ == watch.Deleted || !esWanted(svc) {
 				delete(selectors, key)
@@ -115,9 +116,9 @@ func (r *esRun) watch(ctx context.Context) {
 				selectors[key] = labels.SelectorFromSet(svc.Spec.Selector)
 			}
 			// A Service that lost its selector has its slices removed.
-			r.queue.add(key)
+			r.queue.Add(key)
 		}),
-		watchOf(r.pods, func() {
+		kit.WatchOf(r.pods, func() {
 			clear(podLabels)
 			queueAll()
 		}, func(typ watch.EventType, pod *corev1.Pod) {
@@ -131,12 +132,12 @@ func (r *esRun) watch(ctx context.Context) {
 			}
 			queueMatching(pod.Namespace, prev, cur)
 		}),
-		watchOf(r.slices, nil, func(_ watch.EventType, s *discoveryv1.EndpointSlice) {
+		kit.WatchOf(r.slices, nil, func(_ watch.EventType, s *discoveryv1.EndpointSlice) {
 			if s.Labels[discoveryv1.LabelManagedBy] != esManagedBy {
 				return
 			}
 			if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-				r.queue.add(s.Namespace + "/" + name)
+				r.queue.Add(s.Namespace + "/" + name)
 			}
 		}))
 }
@@ -150,9 +151,9 @@ func esWanted(svc *corev1.Service) bool {
 func (r *esRun) work(ctx context.Context, key string) {
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
 		r.log.Warn("endpointslice controller: reconcile failed; will retry", "service", key, "err", err)
-		r.queue.retry(key)
+		r.queue.Retry(key)
 	} else {
-		r.queue.forget(key)
+		r.queue.Forget(key)
 	}
 }
 
@@ -520,7 +521,7 @@ func (r *esRun) write(ctx context.Context, svc *corev1.Service, w esSlice) error
 		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{GenerateName: svc.Name + "-", Namespace: svc.Namespace}}
 		esFill(s, svc, w)
 		_, err := r.store.Create(ctx, r.slices, svc.Namespace, s, registry.WriteOptions{})
-		if err != nil && rsNamespaceTerminating(err) {
+		if err != nil && kit.NamespaceTerminating(err) {
 			return nil
 		}
 		return err

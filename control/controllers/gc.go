@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/kv"
 )
@@ -46,7 +46,7 @@ func (c *garbageCollector) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		w, err := c.store.Node().Watch(ctx, "/registry/", c.store.Node().KV().Revision())
 		if err != nil {
-			sleep(ctx, time.Second)
+			kit.Sleep(ctx, time.Second)
 			continue
 		}
 		c.loop(ctx, w)
@@ -243,21 +243,5 @@ func (c *garbageCollector) mutate(ctx context.Context, it item, change func(meta
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.log.Warn("garbage collector: update", "resource", it.res.String(), "name", it.obj.GetName(), "err", err)
-	}
-}
-
-func mustLookup(store *registry.Store, gvr schema.GroupVersionResource) *registry.Resource {
-	r, ok := store.Resources().Lookup(gvr)
-	if !ok {
-		panic("controllers: resource " + gvr.String() + " is not served")
-	}
-	return r
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
 	}
 }

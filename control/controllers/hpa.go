@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -127,19 +128,19 @@ func (c *hpaController) Name() string { return "horizontalpodautoscaling" }
 type hpaRun struct {
 	*hpaController
 	hpas, pods *registry.Resource
-	queue      *workQueue
+	queue      *kit.Queue
 
 	mu      sync.Mutex
 	history map[string]*hpaHistory
 }
 
 func (c *hpaController) Run(ctx context.Context) {
-	r := &hpaRun{hpaController: c, queue: newWorkQueue(time.Second, c.cfg.SyncPeriod), history: map[string]*hpaHistory{},
-		hpas: mustLookup(c.store, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")),
-		pods: mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))}
+	r := &hpaRun{hpaController: c, queue: kit.NewQueue(time.Second, c.cfg.SyncPeriod), history: map[string]*hpaHistory{},
+		hpas: kit.MustLookup(c.store, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")),
+		pods: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
-	runWorkers(ctx, hpaWorkers, r.queue, func(key string) { r.work(ctx, key) })
+	kit.RunWorkers(ctx, hpaWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -147,12 +148,12 @@ func (c *hpaController) Run(ctx context.Context) {
 // changes are this controller's own), and every HPA every SyncPeriod.
 func (r *hpaRun) watch(ctx context.Context) {
 	generations := map[string]int64{}
-	loop := watchLoop{store: r.store, log: r.log, name: "hpa controller", resyncEvery: r.cfg.SyncPeriod, resync: func() {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "hpa controller", ResyncEvery: r.cfg.SyncPeriod, Resync: func() {
 		for key := range generations {
-			r.queue.add(key)
+			r.queue.Add(key)
 		}
 	}}
-	loop.run(ctx, watchOf(r.hpas, func() { clear(generations) }, func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+	loop.Run(ctx, kit.WatchOf(r.hpas, func() { clear(generations) }, func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) {
 		key := hpa.Namespace + "/" + hpa.Name
 		if typ == watch.Deleted {
 			delete(generations, key)
@@ -163,7 +164,7 @@ func (r *hpaRun) watch(ctx context.Context) {
 		}
 		if g, seen := generations[key]; !seen || g != hpa.Generation {
 			generations[key] = hpa.Generation
-			r.queue.add(key)
+			r.queue.Add(key)
 		}
 	}))
 }

@@ -20,13 +20,14 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
 // fakeMetrics reports the same usage for every pod, sampled now.
 type fakeMetrics struct {
-	clock *controllers.TestClock
+	clock *kit.TestClock
 	mu    sync.Mutex
 	usage corev1.ResourceList
 }
@@ -53,13 +54,13 @@ func (f *fakeMetrics) PodMetrics(namespace, name string, _ types.UID) (metricsv1
 // marks every pod Running and Ready (started ten minutes before the
 // clock's time, past the CPU initialization period) once the scheduler
 // has put it on the one node.
-func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *controllers.TestClock) {
+func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *kit.TestClock) {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{Store: s, ctx: t.Context()}
-	clock := controllers.NewTestClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clock := kit.NewTestClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	metrics := &fakeMetrics{clock: clock}
 	table := controllers.Table(s, log, controllers.WithHPA(controllers.HPAConfig{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -94,7 +95,7 @@ func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *controllers.TestClock) {
 }
 
 // runPods marks pods bound to a node Running and Ready until ctx ends.
-func runPods(ctx context.Context, s *registry.Store, clock *controllers.TestClock) {
+func runPods(ctx context.Context, s *registry.Store, clock *kit.TestClock) {
 	pods, _ := s.Resources().Lookup(corev1.SchemeGroupVersion.WithResource("pods"))
 	for ctx.Err() == nil {
 		list, err := s.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0"})
@@ -112,7 +113,7 @@ func runPods(ctx context.Context, s *registry.Store, clock *controllers.TestCloc
 				})
 			}
 		}
-		sleep(ctx, 10*time.Millisecond)
+		kit.Sleep(ctx, 10*time.Millisecond)
 	}
 }
 

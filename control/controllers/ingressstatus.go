@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -58,18 +59,18 @@ const (
 type isRun struct {
 	*ingressStatus
 	ingresses, classes, nodes *registry.Resource
-	queue                     *workQueue
+	queue                     *kit.Queue
 }
 
 func (c *ingressStatus) Run(ctx context.Context) {
 	r := &isRun{ingressStatus: c,
-		ingresses: mustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingresses")),
-		classes:   mustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingressclasses")),
-		nodes:     mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
-		queue:     newWorkQueue(isRetryBase, isRetryMax)}
+		ingresses: kit.MustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingresses")),
+		classes:   kit.MustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingressclasses")),
+		nodes:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
+		queue:     kit.NewQueue(isRetryBase, isRetryMax)}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
-	runWorkers(ctx, isWorkers, r.queue, func(key string) { r.work(ctx, key) })
+	kit.RunWorkers(ctx, isWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -79,30 +80,30 @@ func (r *isRun) watch(ctx context.Context) {
 	keys := map[string]bool{}
 	all := func() {
 		for k := range keys {
-			r.queue.add(k)
+			r.queue.Add(k)
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "ingress status controller", resync: all, resyncEvery: isResync}
-	loop.run(ctx,
-		watchOf(r.ingresses, func() { clear(keys) }, func(typ watch.EventType, ing *networkingv1.Ingress) {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "ingress status controller", Resync: all, ResyncEvery: isResync}
+	loop.Run(ctx,
+		kit.WatchOf(r.ingresses, func() { clear(keys) }, func(typ watch.EventType, ing *networkingv1.Ingress) {
 			key := ing.Namespace + "/" + ing.Name
 			if typ == watch.Deleted {
 				delete(keys, key)
 				return
 			}
 			keys[key] = true
-			r.queue.add(key)
+			r.queue.Add(key)
 		}),
-		watchOf(r.nodes, nil, func(watch.EventType, *corev1.Node) { all() }),
-		watchOf(r.classes, nil, func(watch.EventType, *networkingv1.IngressClass) { all() }))
+		kit.WatchOf(r.nodes, nil, func(watch.EventType, *corev1.Node) { all() }),
+		kit.WatchOf(r.classes, nil, func(watch.EventType, *networkingv1.IngressClass) { all() }))
 }
 
 func (r *isRun) work(ctx context.Context, key string) {
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
 		r.log.Warn("ingress status controller: reconcile failed; will retry", "ingress", key, "err", err)
-		r.queue.retry(key)
+		r.queue.Retry(key)
 	} else {
-		r.queue.forget(key)
+		r.queue.Forget(key)
 	}
 }
 

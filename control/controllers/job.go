@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -86,7 +87,7 @@ type jobs struct {
 	backoffBase time.Duration
 	// events records the Events of Kubernetes' job-controller; nil records
 	// none.
-	events eventRecorder
+	events kit.EventRecorder
 	// synced, if set, is called after each sync of a Job with its key and
 	// the store revision when the sync began (for tests).
 	synced func(key string, rev int64)
@@ -136,8 +137,8 @@ type jobRun struct {
 	backoffBase time.Duration
 	jobRes      *registry.Resource
 	podRes      *registry.Resource
-	queue       *workQueue // Jobs
-	orphans     *workQueue // pods whose finalizer may have to go
+	queue       *kit.Queue // Jobs
+	orphans     *kit.Queue // pods whose finalizer may have to go
 
 	mu      sync.Mutex
 	backoff map[string]jobBackoff // by Job key
@@ -151,10 +152,10 @@ type jobBackoff struct {
 
 func (c *jobs) Run(ctx context.Context) {
 	r := &jobRun{jobs: c, now: c.now, backoffBase: c.backoffBase,
-		jobRes:  mustLookup(c.store, batchv1.SchemeGroupVersion.WithResource("jobs")),
-		podRes:  mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		queue:   newWorkQueue(jobRetryBase, jobRetryMax),
-		orphans: newWorkQueue(jobRetryBase, jobRetryMax),
+		jobRes:  kit.MustLookup(c.store, batchv1.SchemeGroupVersion.WithResource("jobs")),
+		podRes:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		queue:   kit.NewQueue(jobRetryBase, jobRetryMax),
+		orphans: kit.NewQueue(jobRetryBase, jobRetryMax),
 		backoff: map[string]jobBackoff{}}
 	if r.now == nil {
 		r.now = time.Now
@@ -165,14 +166,14 @@ func (c *jobs) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
 	wg.Go(func() {
-		runWorkers(ctx, 1, r.orphans, func(key string) { r.work(ctx, r.orphans, "pod", key, r.syncOrphan, nil) })
+		kit.RunWorkers(ctx, 1, r.orphans, func(key string) { r.work(ctx, r.orphans, "pod", key, r.syncOrphan, nil) })
 	})
-	runWorkers(ctx, jobWorkers, r.queue, func(key string) { r.work(ctx, r.queue, "job", key, r.sync, c.synced) })
+	kit.RunWorkers(ctx, jobWorkers, r.queue, func(key string) { r.work(ctx, r.queue, "job", key, r.sync, c.synced) })
 	wg.Wait()
 }
 
 // work syncs one key of q (a Job, or, with what "pod", a pod).
-func (r *jobRun) work(ctx context.Context, q *workQueue, what, key string, sync func(context.Context, string) error, synced func(string, int64)) {
+func (r *jobRun) work(ctx context.Context, q *kit.Queue, what, key string, sync func(context.Context, string) error, synced func(string, int64)) {
 	rev := r.store.Node().KV().Revision()
 	if err := sync(ctx, key); err != nil && ctx.Err() == nil {
 		level := slog.LevelWarn
@@ -180,9 +181,9 @@ func (r *jobRun) work(ctx context.Context, q *workQueue, what, key string, sync 
 			level = slog.LevelDebug // lost a race with another writer; the retry reads afresh
 		}
 		r.log.Log(ctx, level, "job controller: reconcile failed; will retry", what, key, "err", err)
-		q.retry(key)
+		q.Retry(key)
 	} else {
-		q.forget(key)
+		q.Forget(key)
 	}
 	if synced != nil {
 		synced(key, rev)
@@ -204,22 +205,22 @@ func (r *jobRun) watch(ctx context.Context) {
 	tracked := map[string]bool{}     // pods with the tracking finalizer
 	queueAll := func() {
 		for _, info := range byUID {
-			r.queue.add(info.key)
+			r.queue.Add(info.key)
 		}
 	}
 	// orphanPodsOf queues the pods of a Job that is gone or finished.
 	orphanPodsOf := func(uid types.UID) {
 		for key, owner := range owners {
 			if owner == uid && tracked[key] {
-				r.orphans.add(key)
+				r.orphans.Add(key)
 			}
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "job controller", resync: queueAll, resyncEvery: jobResync}
-	loop.run(ctx,
-		watchOf(r.jobRes, func() { clear(byUID) }, func(typ watch.EventType, job *batchv1.Job) {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "job controller", Resync: queueAll, ResyncEvery: jobResync}
+	loop.Run(ctx,
+		kit.WatchOf(r.jobRes, func() { clear(byUID) }, func(typ watch.EventType, job *batchv1.Job) {
 			key := job.Namespace + "/" + job.Name
-			r.queue.add(key)
+			r.queue.Add(key)
 			if typ == watch.Deleted {
 				delete(byUID, job.UID)
 				orphanPodsOf(job.UID)
@@ -235,7 +236,7 @@ func (r *jobRun) watch(ctx context.Context) {
 				orphanPodsOf(job.UID) // in case a pod kept its finalizer
 			}
 		}),
-		watchOf(r.podRes, func() {
+		kit.WatchOf(r.podRes, func() {
 			clear(owners)
 			clear(tracked)
 			queueAll()
@@ -246,7 +247,7 @@ func (r *jobRun) watch(ctx context.Context) {
 			// A Job that controlled the pod before this change hears of it.
 			if prev, had := owners[key]; had && prev != cur {
 				if info, ok := byUID[prev]; ok {
-					r.queue.add(info.key)
+					r.queue.Add(info.key)
 				}
 			}
 			if gone || cur == "" {
@@ -263,20 +264,20 @@ func (r *jobRun) watch(ctx context.Context) {
 			case cur != "":
 				info, ok := byUID[cur]
 				if ok {
-					r.queue.add(info.key)
+					r.queue.Add(info.key)
 				}
 				if tracked[key] && (!ok || info.finished) {
-					r.orphans.add(key)
+					r.orphans.Add(key)
 				}
 			case metav1.GetControllerOf(pod) == nil && !gone:
 				if tracked[key] {
-					r.orphans.add(key)
+					r.orphans.Add(key)
 				}
 				// An orphan: every Job it matches may adopt it.
 				set := labels.Set(pod.Labels)
 				for _, info := range byUID {
 					if strings.HasPrefix(info.key, pod.Namespace+"/") && info.selector.Matches(set) {
-						r.queue.add(info.key)
+						r.queue.Add(info.key)
 					}
 				}
 			}
@@ -386,12 +387,12 @@ func jobDropFinalizer(ctx context.Context, store *registry.Store, res *registry.
 	_, err := store.Mutate(ctx, res, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
 		p := obj.(*corev1.Pod)
 		if p.UID != pod.UID {
-			return errClaimSkip
+			return kit.ErrClaimSkip
 		}
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == batchv1.JobTrackingFinalizer })
 		return nil
 	})
-	if err == nil || errors.Is(err, errClaimSkip) || apierrors.IsNotFound(err) {
+	if err == nil || errors.Is(err, kit.ErrClaimSkip) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	return fmt.Errorf("remove tracking finalizer of pod %s: %w", pod.Name, err)
@@ -417,7 +418,7 @@ func (r *jobRun) sync(ctx context.Context, key string) error {
 	}
 	if m := job.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
 		r.log.Warn("job controller: "+jobMsgUnknownMode, "job", key)
-		record(r.events, job, corev1.EventTypeWarning, "UnknownCompletionMode", jobMsgUnknownMode)
+		kit.Record(r.events, job, corev1.EventTypeWarning, "UnknownCompletionMode", jobMsgUnknownMode)
 		return nil
 	}
 	s := &jobSync{jobRun: r, ctx: ctx, key: key, job: job.DeepCopy()}
@@ -436,7 +437,7 @@ func (r *jobRun) expire(ctx context.Context, key string, job *batchv1.Job) error
 	}
 	at := c.LastTransitionTime.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
 	if wait := at.Sub(r.now()); wait > 0 {
-		r.queue.addAfter(key, wait)
+		r.queue.AddAfter(key, wait)
 		return nil
 	}
 	// Read afresh: the TTL may have changed since.
@@ -452,7 +453,7 @@ func (r *jobRun) expire(ctx context.Context, key string, job *batchv1.Job) error
 		return nil
 	}
 	if ttl := fresh.Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != *job.Spec.TTLSecondsAfterFinished {
-		r.queue.add(key)
+		r.queue.Add(key)
 		return nil
 	}
 	policy := metav1.DeletePropagationForeground

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -85,7 +86,7 @@ func (s *jobSync) run() error {
 			s.finished = s.newCondition(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, jobMsgDeadline)
 		case job.Spec.ActiveDeadlineSeconds != nil && !jobSuspended(job):
 			deadline := job.Status.StartTime.Add(time.Duration(*job.Spec.ActiveDeadlineSeconds) * time.Second)
-			s.queue.addAfter(s.key, deadline.Sub(now))
+			s.queue.AddAfter(s.key, deadline.Sub(now))
 		}
 	}
 	if jobIndexed(job) {
@@ -131,7 +132,7 @@ func (s *jobSync) run() error {
 			suspendChanged = s.ensureCondition(batchv1.JobSuspended, corev1.ConditionTrue, jobReasonSuspended, jobMsgSuspended)
 			if suspendChanged {
 				s.log.Info("job controller: "+jobMsgSuspended, "job", s.key)
-				record(s.events, job, corev1.EventTypeNormal, "Suspended", jobMsgSuspended)
+				kit.Record(s.events, job, corev1.EventTypeNormal, "Suspended", jobMsgSuspended)
 			}
 		case managed:
 			suspendChanged = s.ensureCondition(batchv1.JobSuspended, corev1.ConditionFalse, jobReasonResumed, jobMsgResumed)
@@ -140,7 +141,7 @@ func (s *jobSync) run() error {
 				// continuously active: resuming starts it again.
 				job.Status.StartTime = jobTime(now)
 				s.log.Info("job controller: "+jobMsgResumed, "job", s.key)
-				record(s.events, job, corev1.EventTypeNormal, "Resumed", jobMsgResumed)
+				kit.Record(s.events, job, corev1.EventTypeNormal, "Resumed", jobMsgResumed)
 			}
 		}
 	}
@@ -230,7 +231,7 @@ func (s *jobSync) loadPods() error {
 	for i := range list.(*corev1.PodList).Items {
 		all = append(all, &list.(*corev1.PodList).Items[i])
 	}
-	if s.pods, err = claimPods(s.ctx, s.store, s.podRes, s.job, jobKind, sel, all, batchv1.JobTrackingFinalizer); err != nil {
+	if s.pods, err = kit.ClaimPods(s.ctx, s.store, s.podRes, s.job, jobKind, sel, all, batchv1.JobTrackingFinalizer); err != nil {
 		return err
 	}
 	for _, pod := range s.pods {
@@ -335,7 +336,7 @@ func (s *jobSync) manage() (int32, error) {
 	if !jobPerIndex(job) {
 		// With backoffLimitPerIndex each index backs off on its own.
 		if wait := s.backoffRemaining(); wait > 0 {
-			s.queue.addAfter(s.key, wait)
+			s.queue.AddAfter(s.key, wait)
 			return active, nil
 		}
 	}
@@ -346,7 +347,7 @@ func (s *jobSync) manage() (int32, error) {
 		if jobPerIndex(job) {
 			var wait time.Duration
 			if indexes, wait = s.indexesPastBackoff(indexes); wait > 0 {
-				s.queue.addAfter(s.key, wait) // for the indexes still backing off
+				s.queue.AddAfter(s.key, wait) // for the indexes still backing off
 			}
 			if len(indexes) == 0 {
 				return active, nil
@@ -423,7 +424,7 @@ func (s *jobSync) createPod(t *corev1.PodTemplateSpec, ix int) error {
 		}
 		pod.GenerateName = prefix + suffix
 	}
-	return createOwnedPod(s.ctx, s.store, s.podRes, s.events, job, pod)
+	return kit.CreateOwnedPod(s.ctx, s.store, s.podRes, s.events, job, pod)
 }
 
 // pendingIndexes returns up to n indexes that neither succeeded nor
@@ -495,7 +496,7 @@ func (s *jobSync) deletePods(pods []*corev1.Pod, dropFinalizer bool) (readyGone,
 					return
 				}
 			}
-			errs[i] = deleteOwnedPod(s.ctx, s.store, s.podRes, s.events, s.job, pod, -1)
+			errs[i] = kit.DeleteOwnedPod(s.ctx, s.store, s.podRes, s.events, s.job, pod, -1)
 		}()
 	}
 	wg.Wait()
@@ -707,15 +708,15 @@ func (s *jobSync) logFinished() {
 	job := s.job
 	if c := s.finished; c.Type != batchv1.JobComplete {
 		s.log.Warn("job controller: "+c.Message, "job", s.key, "reason", c.Reason)
-		record(s.events, job, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
+		kit.Record(s.events, job, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
 		return
 	}
 	if job.Spec.Completions != nil && job.Status.Succeeded > *job.Spec.Completions {
 		s.log.Warn("job controller: "+jobMsgTooManySuccess, "job", s.key)
-		record(s.events, job, corev1.EventTypeWarning, "TooManySucceededPods", jobMsgTooManySuccess)
+		kit.Record(s.events, job, corev1.EventTypeWarning, "TooManySucceededPods", jobMsgTooManySuccess)
 	}
 	s.log.Info("job controller: Job completed", "job", s.key)
-	record(s.events, job, corev1.EventTypeNormal, "Completed", "Job completed")
+	kit.Record(s.events, job, corev1.EventTypeNormal, "Completed", "Job completed")
 }
 
 // writeStatus writes the working copy's status, on the condition that the

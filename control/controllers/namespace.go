@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -32,12 +33,12 @@ const retryEvery = 2 * time.Second
 
 func (c *namespaces) Run(ctx context.Context) {
 	terminating := map[string]bool{}
-	loop := watchLoop{store: c.store, log: c.log, name: "namespace controller", resyncEvery: retryEvery, resync: func() {
+	loop := kit.Loop{Store: c.store, Log: c.log, Name: "namespace controller", ResyncEvery: retryEvery, Resync: func() {
 		for name := range terminating {
 			c.finalize(ctx, name)
 		}
 	}}
-	loop.run(ctx, watchOf(mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces")),
+	loop.Run(ctx, kit.WatchOf(kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces")),
 		func() { clear(terminating) },
 		func(typ watch.EventType, ns *corev1.Namespace) {
 			switch {
@@ -73,7 +74,7 @@ func (c *namespaces) finalize(ctx context.Context, name string) {
 	if remaining > 0 {
 		return
 	}
-	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	_, err := c.store.Mutate(ctx, nsRes, "", name, "", func(obj runtime.Object) error {
 		ns := obj.(*corev1.Namespace)
 		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == registry.FinalizerNamespace })
@@ -88,7 +89,7 @@ func (c *namespaces) finalize(ctx context.Context, name string) {
 
 // ensureServiceAccount creates the namespace's default ServiceAccount.
 func (c *namespaces) ensureServiceAccount(ctx context.Context, ns string) {
-	saRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
+	saRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
 	if _, err := c.store.Get(ctx, saRes, ns, "default", metav1.GetOptions{ResourceVersion: "0"}); err == nil {
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -81,20 +82,20 @@ type rsRun struct {
 	now   func() time.Time
 	rsRes *registry.Resource
 	pods  *registry.Resource
-	queue *workQueue
+	queue *kit.Queue
 }
 
 func (c *replicaSets) Run(ctx context.Context) {
 	r := &rsRun{replicaSets: c, now: c.now,
-		rsRes: mustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
-		pods:  mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		queue: newWorkQueue(rsRetryBase, rsRetryMax)}
+		rsRes: kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
+		pods:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		queue: kit.NewQueue(rsRetryBase, rsRetryMax)}
 	if r.now == nil {
 		r.now = time.Now
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
-	runWorkers(ctx, rsWorkers, r.queue, func(key string) { r.work(ctx, key) })
+	kit.RunWorkers(ctx, rsWorkers, r.queue, func(key string) { r.work(ctx, key) })
 	wg.Wait()
 }
 
@@ -114,12 +115,12 @@ func (r *rsRun) watch(ctx context.Context) {
 	ownerKeys := map[types.UID]string{} // and that ReplicaSet's key
 	queueAll := func() {
 		for key := range sets {
-			r.queue.add(key)
+			r.queue.Add(key)
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "replicaset controller", resync: queueAll, resyncEvery: rsResync}
-	loop.run(ctx,
-		watchOf(r.rsRes, func() {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "replicaset controller", Resync: queueAll, ResyncEvery: rsResync}
+	loop.Run(ctx,
+		kit.WatchOf(r.rsRes, func() {
 			clear(sets)
 			clear(ownerKeys)
 		}, func(typ watch.EventType, rs *appsv1.ReplicaSet) {
@@ -135,9 +136,9 @@ func (r *rsRun) watch(ctx context.Context) {
 			}
 			sets[key] = rsInfo{uid: rs.UID, selector: sel}
 			ownerKeys[rs.UID] = key
-			r.queue.add(key)
+			r.queue.Add(key)
 		}),
-		watchOf(r.pods, func() {
+		kit.WatchOf(r.pods, func() {
 			clear(owners)
 			// Pods deleted while the watch was away are noticed by a
 			// reconcile of every ReplicaSet.
@@ -150,7 +151,7 @@ func (r *rsRun) watch(ctx context.Context) {
 			cur := rsControllerUID(pod)
 			if hadOwner && prev != cur {
 				if k, ok := ownerKeys[prev]; ok {
-					r.queue.add(k)
+					r.queue.Add(k)
 				}
 			}
 			if typ == watch.Deleted {
@@ -163,14 +164,14 @@ func (r *rsRun) watch(ctx context.Context) {
 			switch {
 			case cur != "":
 				if k, ok := ownerKeys[cur]; ok {
-					r.queue.add(k)
+					r.queue.Add(k)
 				}
 			case metav1.GetControllerOf(pod) == nil && typ != watch.Deleted:
 				// An orphan: every ReplicaSet it matches may adopt it.
 				set := labels.Set(pod.Labels)
 				for k, info := range sets {
 					if strings.HasPrefix(k, pod.Namespace+"/") && info.selector.Matches(set) {
-						r.queue.add(k)
+						r.queue.Add(k)
 					}
 				}
 			}
@@ -193,9 +194,9 @@ func rsControllerUID(pod *corev1.Pod) types.UID {
 func (r *rsRun) work(ctx context.Context, key string) {
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
 		r.log.Warn("replicaset controller: reconcile failed; will retry", "replicaset", key, "err", err)
-		r.queue.retry(key)
+		r.queue.Retry(key)
 	} else {
-		r.queue.forget(key)
+		r.queue.Forget(key)
 	}
 }
 
@@ -250,7 +251,7 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if recheck > 0 {
-		r.queue.addAfter(key, recheck)
+		r.queue.AddAfter(key, recheck)
 	}
 	return manageErr
 }
@@ -462,17 +463,12 @@ func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	switch {
 	case err == nil:
 		r.events.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.(*corev1.Pod).Name)
-	case rsNamespaceTerminating(err):
+	case kit.NamespaceTerminating(err):
 		return nil // the namespace controller is deleting the ReplicaSet too
 	default:
 		r.events.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 	}
 	return err
-}
-
-func rsNamespaceTerminating(err error) bool {
-	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
-		apierrors.IsForbidden(err) && strings.Contains(err.Error(), "because it is being terminated")
 }
 
 // deletePod deletes a surplus pod; one already gone is not an error.

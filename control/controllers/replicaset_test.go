@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -35,7 +36,7 @@ type rsEnv struct {
 	t     *testing.T
 	s     *registry.Store
 	ctx   context.Context
-	clock *TestClock
+	clock *kit.TestClock
 	rsRes *registry.Resource
 	pods  *registry.Resource
 }
@@ -47,11 +48,11 @@ func newRSEnv(t *testing.T) *rsEnv {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	clock := NewTestClock(time.Now().UTC().Truncate(time.Second))
+	clock := kit.NewTestClock(time.Now().UTC().Truncate(time.Second))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log, Now: clock.Now})
 	e := &rsEnv{t: t, s: s, ctx: t.Context(), clock: clock,
-		rsRes: mustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
-		pods:  mustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
+		rsRes: kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
+		pods:  kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
 
 	table := Table(s, log)
 	found := false
@@ -78,7 +79,7 @@ func newRSEnv(t *testing.T) *rsEnv {
 			t.Errorf("controllers did not stop within %v of their context's end", rsWait)
 		}
 	})
-	nsRes := mustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ func TestReplicaSetReplacesDeletedPods(t *testing.T) {
 func TestReplicaSetAdoptionAndRelease(t *testing.T) {
 	e := newRSEnv(t)
 	web := map[string]string{"app": "web"}
-	cms := mustLookup(e.s, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	cms := kit.MustLookup(e.s, corev1.SchemeGroupVersion.WithResource("configmaps"))
 	bossObj, err := e.s.Create(e.ctx, cms, "default", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "boss"}}, registry.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -699,42 +700,5 @@ func TestReplicaSetSlowStart(t *testing.T) {
 	}
 	if n, err := rsSlowStart(0, func() error { t.Fatal("called"); return nil }); n != 0 || err != nil {
 		t.Fatalf("nothing to do: %d, %v", n, err)
-	}
-}
-
-func TestReplicaSetQueue(t *testing.T) {
-	q := newWorkQueue(rsRetryBase, rsRetryMax)
-	q.add("a")
-	q.add("b")
-	q.add("a")
-	k, _ := q.get()
-	if k != "a" {
-		t.Fatalf("first key %q", k)
-	}
-	q.add("a") // while a is worked on: handed out again after done
-	k2, _ := q.get()
-	if k2 != "b" {
-		t.Fatalf("second key %q, want b (a is being worked on)", k2)
-	}
-	q.done("a")
-	k3, _ := q.get()
-	if k3 != "a" {
-		t.Fatalf("third key %q, want a again", k3)
-	}
-	q.done("a")
-	q.done("b")
-	q.addAfter("c", time.Millisecond)
-	if k, _ := q.get(); k != "c" {
-		t.Fatalf("delayed key %q", k)
-	}
-	q.done("c")
-	done := make(chan bool)
-	go func() {
-		_, ok := q.get()
-		done <- ok
-	}()
-	q.shutdown()
-	if <-done {
-		t.Fatal("get after shutdown handed out a key")
 	}
 }

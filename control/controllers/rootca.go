@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -43,16 +44,16 @@ func (c *rootCAPublisher) Run(ctx context.Context) {
 	if len(c.certPEM) == 0 {
 		return
 	}
-	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	cmRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
-	loop := watchLoop{store: c.store, log: c.log, name: "root-ca-cert-publisher"}
-	loop.run(ctx,
-		watchOf(nsRes, nil, func(typ watch.EventType, ns *corev1.Namespace) {
+	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	cmRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	loop := kit.Loop{Store: c.store, Log: c.log, Name: "root-ca-cert-publisher"}
+	loop.Run(ctx,
+		kit.WatchOf(nsRes, nil, func(typ watch.EventType, ns *corev1.Namespace) {
 			if typ != watch.Deleted && ns.DeletionTimestamp == nil {
 				c.sync(ctx, ns.Name)
 			}
 		}),
-		watchSpec{res: cmRes, changesOnly: true, handle: func(ev registry.WatchEvent) {
+		kit.Watch{Res: cmRes, ChangesOnly: true, Handle: func(ev registry.WatchEvent) {
 			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == RootCAConfigMap {
 				c.sync(ctx, cm.Namespace)
 			}
@@ -61,8 +62,8 @@ func (c *rootCAPublisher) Run(ctx context.Context) {
 
 // sync makes namespace ns's RootCAConfigMap hold the CA's certificate.
 func (c *rootCAPublisher) sync(ctx context.Context, ns string) {
-	nsRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	cmRes := mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
+	cmRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
 	if obj, err := c.store.Get(ctx, nsRes, "", ns, metav1.GetOptions{ResourceVersion: "0"}); err != nil ||
 		obj.(*corev1.Namespace).DeletionTimestamp != nil {
 		return // gone or going: nothing new may be created in it

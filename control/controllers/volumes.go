@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -85,24 +86,24 @@ const (
 type pvRun struct {
 	*persistentVolumes
 	pvs, pvcs, classes, pods, nodes *registry.Resource
-	claims, volumes                 *workQueue
+	claims, volumes                 *kit.Queue
 }
 
 func (c *persistentVolumes) Run(ctx context.Context) {
 	r := &pvRun{persistentVolumes: c,
-		pvs:     mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumes")),
-		pvcs:    mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")),
-		classes: mustLookup(c.store, storagev1.SchemeGroupVersion.WithResource("storageclasses")),
-		pods:    mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		nodes:   mustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
-		claims:  newWorkQueue(pvRetryBase, pvRetryMax),
-		volumes: newWorkQueue(pvRetryBase, pvRetryMax)}
+		pvs:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumes")),
+		pvcs:    kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")),
+		classes: kit.MustLookup(c.store, storagev1.SchemeGroupVersion.WithResource("storageclasses")),
+		pods:    kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		nodes:   kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
+		claims:  kit.NewQueue(pvRetryBase, pvRetryMax),
+		volumes: kit.NewQueue(pvRetryBase, pvRetryMax)}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
 	wg.Go(func() {
-		runWorkers(ctx, 1, r.claims, func(key string) { r.work(ctx, r.claims, "claim", key, r.syncClaim) })
+		kit.RunWorkers(ctx, 1, r.claims, func(key string) { r.work(ctx, r.claims, "claim", key, r.syncClaim) })
 	})
-	runWorkers(ctx, 1, r.volumes, func(key string) { r.work(ctx, r.volumes, "volume", key, r.syncVolume) })
+	kit.RunWorkers(ctx, 1, r.volumes, func(key string) { r.work(ctx, r.volumes, "volume", key, r.syncVolume) })
 	wg.Wait()
 }
 
@@ -114,52 +115,52 @@ func (r *pvRun) watch(ctx context.Context) {
 	queueWaiting := func() {
 		for key, waiting := range claims {
 			if waiting {
-				r.claims.add(key)
+				r.claims.Add(key)
 			}
 		}
 	}
-	loop := watchLoop{store: r.store, log: r.log, name: "persistentvolume controller", resyncEvery: pvResync, resync: func() {
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: "persistentvolume controller", ResyncEvery: pvResync, Resync: func() {
 		for key := range claims {
-			r.claims.add(key)
+			r.claims.Add(key)
 		}
 		for name := range volumes {
-			r.volumes.add(name)
+			r.volumes.Add(name)
 		}
 	}}
-	loop.run(ctx,
-		watchOf(r.pvcs, func() { clear(claims) }, func(typ watch.EventType, c *corev1.PersistentVolumeClaim) {
+	loop.Run(ctx,
+		kit.WatchOf(r.pvcs, func() { clear(claims) }, func(typ watch.EventType, c *corev1.PersistentVolumeClaim) {
 			key := pvcKey(c.Namespace, c.Name)
 			if typ == watch.Deleted {
 				// Its volume is released: the one it was bound to, or the
 				// one provisioned for it and not bound yet.
 				delete(claims, key)
 				if c.Spec.VolumeName != "" {
-					r.volumes.add(c.Spec.VolumeName)
+					r.volumes.Add(c.Spec.VolumeName)
 				}
-				r.volumes.add(pvProvisionedName(c))
+				r.volumes.Add(pvProvisionedName(c))
 				return
 			}
 			claims[key] = c.DeletionTimestamp == nil && !metav1.HasAnnotation(c.ObjectMeta, annBindCompleted)
-			r.claims.add(key)
+			r.claims.Add(key)
 		}),
-		watchOf(r.pvs, func() { clear(volumes) }, func(typ watch.EventType, v *corev1.PersistentVolume) {
+		kit.WatchOf(r.pvs, func() { clear(volumes) }, func(typ watch.EventType, v *corev1.PersistentVolume) {
 			if ref := v.Spec.ClaimRef; ref != nil {
-				r.claims.add(pvcKey(ref.Namespace, ref.Name))
+				r.claims.Add(pvcKey(ref.Namespace, ref.Name))
 			}
 			if typ == watch.Deleted {
 				delete(volumes, v.Name)
 				return
 			}
 			volumes[v.Name] = true
-			r.volumes.add(v.Name)
+			r.volumes.Add(v.Name)
 			if v.Spec.ClaimRef == nil && v.Status.Phase == corev1.VolumeAvailable {
 				queueWaiting() // a volume to be had
 			}
 		}),
-		watchOf(r.classes, nil, func(watch.EventType, *storagev1.StorageClass) {
+		kit.WatchOf(r.classes, nil, func(watch.EventType, *storagev1.StorageClass) {
 			queueWaiting() // a class, maybe the default, to provision with
 		}),
-		watchOf(r.pods, nil, func(typ watch.EventType, pod *corev1.Pod) {
+		kit.WatchOf(r.pods, nil, func(typ watch.EventType, pod *corev1.Pod) {
 			// As Kubernetes' pvc-protection controller: only a pod that
 			// goes, ends or is not on a node may free a claim; one not on
 			// a node may also be what a claim waits for.
@@ -167,7 +168,7 @@ func (r *pvRun) watch(ctx context.Context) {
 				return
 			}
 			for _, name := range pvPodClaims(pod) {
-				r.claims.add(pvcKey(pod.Namespace, name))
+				r.claims.Add(pvcKey(pod.Namespace, name))
 			}
 		}))
 }
@@ -205,13 +206,13 @@ func pvPodTerminated(pod *corev1.Pod) bool {
 var errPVGone = errors.New("persistentvolume controller: object gone or replaced")
 
 // work syncs one queued claim or volume (what).
-func (r *pvRun) work(ctx context.Context, q *workQueue, what, key string, sync func(context.Context, string) error) {
+func (r *pvRun) work(ctx context.Context, q *kit.Queue, what, key string, sync func(context.Context, string) error) {
 	err := sync(ctx, key)
 	switch {
 	case err == nil, errors.Is(err, errPVGone), apierrors.IsNotFound(err), ctx.Err() != nil:
-		q.forget(key)
+		q.Forget(key)
 	default:
-		delay := q.retry(key)
+		delay := q.Retry(key)
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			r.log.Debug("persistentvolume controller: sync; retrying", what, key, "err", err, "after", delay)
 		} else {

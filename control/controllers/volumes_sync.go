@@ -443,7 +443,7 @@ func (r *pvRun) syncVolume(ctx context.Context, name string) error {
 		}
 		// The claim's sync completes the binding (a provisioned volume
 		// gets here first).
-		r.claims.add(pvcKey(claim.Namespace, claim.Name))
+		r.claims.Add(pvcKey(claim.Namespace, claim.Name))
 		return nil
 	case claim.Spec.VolumeName == vol.Name:
 		_, err := r.setVolumePhase(ctx, vol, corev1.VolumeBound, "")

@@ -1,4 +1,4 @@
-package controllers
+package kit
 
 import (
 	"sync"
@@ -6,7 +6,8 @@ import (
 )
 
 // TestClock is a clock for tests that stands still until the test moves
-// it. Exported for the external tests of the package (hpa_test.go).
+// it; its Now is what a controller's injected clock (a func() time.Time
+// that defaults to time.Now) takes.
 type TestClock struct {
 	mu sync.Mutex
 	t  time.Time

@@ -1,15 +1,15 @@
-package controllers
+package kit
 
 import (
 	"sync"
 	"time"
 )
 
-// workQueue is a controller's queue of object keys (namespace/name): a key
+// Queue is a controller's queue of object keys (namespace/name): a key
 // queued while waiting is queued once; a key being worked on is handed out
-// again only after done, if it was queued meanwhile, so no two workers sync
+// again only after Done, if it was queued meanwhile, so no two workers sync
 // the same object at once. Failed keys come back after a doubling backoff.
-type workQueue struct {
+type Queue struct {
 	mu         sync.Mutex
 	cond       *sync.Cond
 	items      []string
@@ -27,20 +27,23 @@ type queueTimer struct {
 	at time.Time
 }
 
-func newWorkQueue(retryBase, retryMax time.Duration) *workQueue {
-	q := &workQueue{dirty: map[string]bool{}, processing: map[string]bool{}, timers: map[string]queueTimer{}, failures: map[string]int{},
+// NewQueue returns a queue whose failed keys come back after retryBase,
+// doubled at each failure up to retryMax.
+func NewQueue(retryBase, retryMax time.Duration) *Queue {
+	q := &Queue{dirty: map[string]bool{}, processing: map[string]bool{}, timers: map[string]queueTimer{}, failures: map[string]int{},
 		retryBase: retryBase, retryMax: retryMax}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
 
-func (q *workQueue) add(key string) {
+// Add queues key.
+func (q *Queue) Add(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.addLocked(key)
 }
 
-func (q *workQueue) addLocked(key string) {
+func (q *Queue) addLocked(key string) {
 	if q.closed || q.dirty[key] {
 		return
 	}
@@ -52,8 +55,8 @@ func (q *workQueue) addLocked(key string) {
 	q.cond.Signal()
 }
 
-// addAfter queues key after d (the earliest of several such requests).
-func (q *workQueue) addAfter(key string, d time.Duration) {
+// AddAfter queues key after d (the earliest of several such requests).
+func (q *Queue) AddAfter(key string, d time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -78,9 +81,9 @@ func (q *workQueue) addAfter(key string, d time.Duration) {
 	q.timers[key] = queueTimer{t: t, at: at}
 }
 
-// retry queues key again after a backoff that doubles with each failure,
+// Retry queues key again after a backoff that doubles with each failure,
 // and returns the backoff.
-func (q *workQueue) retry(key string) time.Duration {
+func (q *Queue) Retry(key string) time.Duration {
 	q.mu.Lock()
 	n := q.failures[key]
 	q.failures[key] = n + 1
@@ -89,18 +92,19 @@ func (q *workQueue) retry(key string) time.Duration {
 	if n < 20 {
 		d = min(q.retryBase<<n, q.retryMax)
 	}
-	q.addAfter(key, d)
+	q.AddAfter(key, d)
 	return d
 }
 
-func (q *workQueue) forget(key string) {
+// Forget clears key's failures: its next retry waits retryBase again.
+func (q *Queue) Forget(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.failures, key)
 }
 
-// get waits for a key; false once the queue is shut down.
-func (q *workQueue) get() (string, bool) {
+// Get waits for a key; false once the queue is shut down.
+func (q *Queue) Get() (string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.items) == 0 && !q.closed {
@@ -116,7 +120,9 @@ func (q *workQueue) get() (string, bool) {
 	return key, true
 }
 
-func (q *workQueue) done(key string) {
+// Done ends the work on key (handed out by Get); key is queued again if
+// it was added meanwhile.
+func (q *Queue) Done(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, key)
@@ -126,8 +132,8 @@ func (q *workQueue) done(key string) {
 	}
 }
 
-// shutdown stops the queue: get returns false from now on.
-func (q *workQueue) shutdown() {
+// ShutDown stops the queue: Get returns false from now on.
+func (q *Queue) ShutDown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true

@@ -1,10 +1,11 @@
-package controllers
+package kit
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,13 +18,13 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// eventRecorder records Kubernetes Events (control/events.Recorder).
-type eventRecorder interface {
+// EventRecorder records Kubernetes Events (control/events.Recorder).
+type EventRecorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
-// record records an Event if there is a recorder.
-func record(r eventRecorder, obj runtime.Object, eventType, reason, messageFmt string, args ...any) {
+// Record records an Event if there is a recorder.
+func Record(r EventRecorder, obj runtime.Object, eventType, reason, messageFmt string, args ...any) {
 	if r != nil {
 		r.Eventf(obj, eventType, reason, messageFmt, args...)
 	}
@@ -38,27 +39,27 @@ const (
 	reasonFailedDelete     = "FailedDelete"
 )
 
-// createOwnedPod creates a pod of a controller and records the Event
+// CreateOwnedPod creates a pod of a controller and records the Event
 // Kubernetes' pod control records. A namespace being deleted is not an
 // error: the controller goes with it.
-func createOwnedPod(ctx context.Context, store *registry.Store, res *registry.Resource, events eventRecorder, owner runtime.Object, pod *corev1.Pod) error {
+func CreateOwnedPod(ctx context.Context, store *registry.Store, res *registry.Resource, events EventRecorder, owner runtime.Object, pod *corev1.Pod) error {
 	m, _ := meta.Accessor(owner)
 	out, err := store.Create(ctx, res, m.GetNamespace(), pod, registry.WriteOptions{})
-	if err != nil && rsNamespaceTerminating(err) {
+	if err != nil && NamespaceTerminating(err) {
 		return nil
 	}
 	if err != nil {
-		record(events, owner, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
+		Record(events, owner, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
 		return fmt.Errorf("create pod: %w", err)
 	}
-	record(events, owner, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", out.(*corev1.Pod).Name)
+	Record(events, owner, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", out.(*corev1.Pod).Name)
 	return nil
 }
 
-// deleteOwnedPod deletes a pod of a controller (grace -1: the pod's own
+// DeleteOwnedPod deletes a pod of a controller (grace -1: the pod's own
 // grace period) and records the Event Kubernetes' pod control records; a
 // pod already gone or replaced is not an error.
-func deleteOwnedPod(ctx context.Context, store *registry.Store, res *registry.Resource, events eventRecorder, owner runtime.Object, pod *corev1.Pod, grace int64) error {
+func DeleteOwnedPod(ctx context.Context, store *registry.Store, res *registry.Resource, events EventRecorder, owner runtime.Object, pod *corev1.Pod, grace int64) error {
 	uid := pod.UID
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	if grace >= 0 {
@@ -67,25 +68,25 @@ func deleteOwnedPod(ctx context.Context, store *registry.Store, res *registry.Re
 	_, _, err := store.Delete(ctx, res, pod.Namespace, pod.Name, opts)
 	switch {
 	case err == nil:
-		record(events, owner, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", pod.Name)
+		Record(events, owner, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", pod.Name)
 		return nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return nil
 	}
-	record(events, owner, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
+	Record(events, owner, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
 	return fmt.Errorf("delete pod %s: %w", pod.Name, err)
 }
 
-// claimPods returns the pods owner controls among pods, after adopting the
+// ErrClaimSkip: the pod changed since it was listed; it is left alone.
+var ErrClaimSkip = errors.New("pod changed; skipped")
+
+// ClaimPods returns the pods owner controls among pods, after adopting the
 // orphans its selector matches and releasing those it controls that no
 // longer match, as Kubernetes' PodControllerRefManager. A finalizer, if
 // given, is added to adopted pods and removed from released ones (the Job
 // controller's tracking finalizer). Shared by the DaemonSet and Job
 // controllers.
-// errClaimSkip: the pod changed since it was listed; it is left alone.
-var errClaimSkip = errors.New("pod changed; skipped")
-
-func claimPods(ctx context.Context, store *registry.Store, res *registry.Resource, owner metav1.Object, kind schema.GroupVersionKind,
+func ClaimPods(ctx context.Context, store *registry.Store, res *registry.Resource, owner metav1.Object, kind schema.GroupVersionKind,
 	sel labels.Selector, pods []*corev1.Pod, finalizer string) ([]*corev1.Pod, error) {
 	var owned []*corev1.Pod
 	var errs []error
@@ -118,7 +119,7 @@ func claimPods(ctx context.Context, store *registry.Store, res *registry.Resourc
 		switch {
 		case err == nil:
 			owned = append(owned, adopted)
-		case errors.Is(err, errClaimSkip), apierrors.IsNotFound(err):
+		case errors.Is(err, ErrClaimSkip), apierrors.IsNotFound(err):
 		default:
 			errs = append(errs, err)
 		}
@@ -155,7 +156,7 @@ func claimAdopt(ctx context.Context, store *registry.Store, res *registry.Resour
 	out, err := store.Mutate(ctx, res, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
 		p := obj.(*corev1.Pod)
 		if p.UID != pod.UID || p.DeletionTimestamp != nil || metav1.GetControllerOf(p) != nil || !sel.Matches(labels.Set(p.Labels)) {
-			return errClaimSkip
+			return ErrClaimSkip
 		}
 		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() })
 		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(owner, kind))
@@ -175,7 +176,7 @@ func claimRelease(ctx context.Context, store *registry.Store, res *registry.Reso
 	_, err := store.Mutate(ctx, res, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
 		p := obj.(*corev1.Pod)
 		if p.UID != pod.UID || sel.Matches(labels.Set(p.Labels)) {
-			return errClaimSkip
+			return ErrClaimSkip
 		}
 		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner.GetUID() })
 		if finalizer != "" {
@@ -183,8 +184,15 @@ func claimRelease(ctx context.Context, store *registry.Store, res *registry.Reso
 		}
 		return nil
 	})
-	if err == nil || errors.Is(err, errClaimSkip) || apierrors.IsNotFound(err) {
+	if err == nil || errors.Is(err, ErrClaimSkip) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	return fmt.Errorf("release pod %s: %w", pod.Name, err)
+}
+
+// NamespaceTerminating: a create failed because the namespace is being
+// deleted.
+func NamespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
+		apierrors.IsForbidden(err) && strings.Contains(err.Error(), "because it is being terminated")
 }
