@@ -235,7 +235,7 @@ func dsNodeFingerprint(node *corev1.Node) string {
 
 // work reconciles one queued DaemonSet.
 func (r *dsRun) work(ctx context.Context, key string) {
-	rev := r.store.Node().KV().Revision()
+	rev := r.store.Revision()
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
 		r.log.Warn("daemonset controller: reconcile failed; will retry", "daemonset", key, "err", err)
 		r.queue.Retry(key)

@@ -121,7 +121,7 @@ func (e *wlEnv) eventually(what string, cond func() bool) {
 func (e *wlEnv) settle(synced map[string]int64, key string, touch func()) {
 	e.t.Helper()
 	touch()
-	rev := e.s.Node().KV().Revision()
+	rev := e.s.Revision()
 	e.eventually("a sync of "+key+" after revision "+strconv.FormatInt(rev, 10), func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()

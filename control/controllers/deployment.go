@@ -167,7 +167,7 @@ func (c *deploymentController) onPod(ctx context.Context, q *kit.Queue, typ watc
 
 // work syncs one queued Deployment.
 func (c *deploymentController) work(ctx context.Context, q *kit.Queue, key string) {
-	rev := c.store.Node().KV().Revision()
+	rev := c.store.Revision()
 	after, err := c.syncKey(ctx, key)
 	switch {
 	case ctx.Err() != nil:

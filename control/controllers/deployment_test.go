@@ -105,7 +105,7 @@ func deployEventually(t *testing.T, what string, cond func() bool) {
 // everything written so far: its decisions saw all of it.
 func (e *deployEnv) waitSynced(name string) {
 	e.t.Helper()
-	rev := e.Node().KV().Revision()
+	rev := e.Revision()
 	deployEventually(e.t, "a sync of "+name+" after revision "+fmt.Sprint(rev), func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()

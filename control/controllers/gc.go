@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/raft/kv"
 )
 
 // garbageCollector follows ownerReferences, as Kubernetes' garbage collector:
@@ -44,16 +42,16 @@ const (
 
 func (c *garbageCollector) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		w, err := c.store.Node().Watch(ctx, "/registry/", c.store.Node().KV().Revision())
+		changes, err := c.store.WatchChanges(ctx)
 		if err != nil {
 			kit.Sleep(ctx, time.Second)
 			continue
 		}
-		c.loop(ctx, w)
+		c.loop(ctx, changes)
 	}
 }
 
-func (c *garbageCollector) loop(ctx context.Context, w *kv.Watcher) {
+func (c *garbageCollector) loop(ctx context.Context, changes <-chan []registry.Change) {
 	c.sweep(ctx)
 	resync := time.NewTicker(gcResync)
 	defer resync.Stop()
@@ -67,25 +65,18 @@ func (c *garbageCollector) loop(ctx context.Context, w *kv.Watcher) {
 		case <-due:
 			due = nil
 			c.sweep(ctx)
-		case batch, ok := <-w.C():
+		case batch, ok := <-changes:
 			if !ok {
 				return
 			}
-			for _, ev := range batch {
-				if ev.Type == kv.EventDelete || hasDeletionMark(ev) {
-					if due == nil {
-						due = time.After(gcDebounce)
-					}
+			for _, ch := range batch {
+				// A deletion, or a write that marked an object deleted.
+				if (ch.Deleted || ch.Meta.DeletionTimestamp != nil) && due == nil {
+					due = time.After(gcDebounce)
 				}
 			}
 		}
 	}
-}
-
-// hasDeletionMark spots a write that set a deletionTimestamp without
-// decoding the object.
-func hasDeletionMark(ev kv.Event) bool {
-	return ev.Type == kv.EventPut && bytes.Contains(ev.KV.Value, []byte(`"deletionTimestamp"`))
 }
 
 // item is one stored object as the collector sees it.

@@ -174,7 +174,7 @@ func (c *jobs) Run(ctx context.Context) {
 
 // work syncs one key of q (a Job, or, with what "pod", a pod).
 func (r *jobRun) work(ctx context.Context, q *kit.Queue, what, key string, sync func(context.Context, string) error, synced func(string, int64)) {
-	rev := r.store.Node().KV().Revision()
+	rev := r.store.Revision()
 	if err := sync(ctx, key); err != nil && ctx.Err() == nil {
 		level := slog.LevelWarn
 		if apierrors.IsConflict(err) {

@@ -138,7 +138,7 @@ func (l *Loop) follow(ctx context.Context, w *Watch, out chan<- loopEvent) {
 	for ctx.Err() == nil {
 		opts := metav1.ListOptions{}
 		if w.ChangesOnly {
-			opts.ResourceVersion = strconv.FormatInt(l.Store.Node().KV().Revision(), 10)
+			opts.ResourceVersion = strconv.FormatInt(l.Store.Revision(), 10)
 		}
 		events, err := l.Store.Watch(ctx, w.Res, "", opts)
 		if err != nil {
