@@ -27,6 +27,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/events"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/pki"
@@ -298,7 +299,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}()
 		}
 		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
+		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
 		if l := cfg.Agent.LEDs; l != nil {
 			opts = append(opts, controllers.WithActivity(l.Activity))
 		}

@@ -8,6 +8,13 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/isle-cluster/isle/control/controllers/endpointslice"
+	"github.com/isle-cluster/isle/control/controllers/gc"
+	"github.com/isle-cluster/isle/control/controllers/hpa"
+	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
+	"github.com/isle-cluster/isle/control/controllers/namespace"
+	"github.com/isle-cluster/isle/control/controllers/rootca"
+	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
@@ -24,7 +31,7 @@ type Controller interface {
 type Option func(*tableOptions)
 
 type tableOptions struct {
-	hpa      HPAConfig
+	hpa      hpa.Config
 	activity func()
 	rootCA   []byte
 }
@@ -33,6 +40,17 @@ type tableOptions struct {
 // it records): the leader's activity LED. f must not block.
 func WithActivity(f func()) Option {
 	return func(o *tableOptions) { o.activity = f }
+}
+
+// WithHPA configures the HorizontalPodAutoscaler controller of the table.
+func WithHPA(cfg hpa.Config) Option {
+	return func(o *tableOptions) { o.hpa = cfg }
+}
+
+// WithRootCA gives the root-CA publisher the cluster CA's certificate
+// (PEM); without it the publisher does not run.
+func WithRootCA(certPEM []byte) Option {
+	return func(o *tableOptions) { o.rootCA = certPEM }
 }
 
 // Table returns every controller, in start order.
@@ -44,17 +62,17 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller
 	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events"), OnEvent: o.activity})
 	return []Controller{
 		ev,
-		&namespaces{store: store, log: log.With("controller", "namespace")},
-		&rootCAPublisher{store: store, log: log.With("controller", "root-ca-cert-publisher"), certPEM: o.rootCA},
-		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
+		namespace.New(store, log.With("controller", "namespace")),
+		rootca.New(store, log.With("controller", "root-ca-cert-publisher"), o.rootCA),
+		gc.New(store, log.With("controller", "garbagecollector")),
 		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},
-		&endpointSlices{store: store, log: log.With("controller", "endpointslice")},
-		&ingressStatus{store: store, log: log.With("controller", "ingress-status")},
+		endpointslice.New(store, log.With("controller", "endpointslice")),
+		ingressstatus.New(store, log.With("controller", "ingress-status")),
 		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
 		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
-		newPersistentVolumes(store, log.With("controller", "persistentvolume"), ev),
-		newHPAController(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
+		volumes.New(store, log.With("controller", "persistentvolume"), ev),
+		hpa.New(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
 		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -169,7 +170,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		return !ok
 	})
 	eventually(t, "bystander has kube-root-ca.crt", func() bool {
-		_, ok := e.exists(t, cms, "bystander", controllers.RootCAConfigMap)
+		_, ok := e.exists(t, cms, "bystander", rootca.ConfigMap)
 		return ok
 	})
 	for _, r := range []*registry.Resource{cms, pods, deploys, sas} {

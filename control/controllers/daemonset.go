@@ -287,7 +287,7 @@ func (r *dsRun) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	s := &dsSync{dsRun: r, ctx: ctx, key: key, ds: ds, sel: sel,
-		hash: deployTemplateHash(&ds.Spec.Template, ds.Status.CollisionCount)}
+		hash: kit.TemplateHash(&ds.Spec.Template, ds.Status.CollisionCount)}
 	if g, err := strconv.ParseInt(ds.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64); err == nil {
 		s.gen = &g
 	}
@@ -342,7 +342,7 @@ func (s *dsSync) load() error {
 	}
 	s.byNode = map[string][]*corev1.Pod{}
 	for _, pod := range owned {
-		if pod.DeletionTimestamp != nil && rsPodFinished(pod) {
+		if pod.DeletionTimestamp != nil && kit.PodFinished(pod) {
 			continue
 		}
 		node := dsTargetNode(pod)
@@ -416,14 +416,14 @@ func (s *dsSync) updated(pod *corev1.Pod) bool {
 // available reports whether a pod has been ready for minReadySeconds; a
 // pod that will be gives the time until then to recheck.
 func (s *dsSync) available(pod *corev1.Pod) bool {
-	if !rsPodReady(pod) {
+	if !kit.PodReady(pod) {
 		return false
 	}
 	minReady := time.Duration(s.ds.Spec.MinReadySeconds) * time.Second
 	if minReady == 0 {
 		return true
 	}
-	since := rsReadySince(pod)
+	since := kit.ReadySince(pod)
 	if since.IsZero() {
 		return false
 	}
@@ -438,18 +438,6 @@ func (s *dsSync) after(d time.Duration) {
 	if s.recheck == 0 || d < s.recheck {
 		s.recheck = d
 	}
-}
-
-// dsOldestFirst orders a node's pods: bound before unbound, then oldest
-// (Kubernetes' podByCreationTimestampAndPhase).
-func dsOldestFirst(a, b *corev1.Pod) int {
-	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-		return rsFirstIf(a.Spec.NodeName != "")
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return rsFirstIf(a.CreationTimestamp.Before(&b.CreationTimestamp))
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // manage creates the pods missing on nodes that should run one and deletes
@@ -532,7 +520,7 @@ func (s *dsSync) surplus(node string, pods []*corev1.Pod) []*corev1.Pod {
 	if len(running) <= 1 {
 		return del
 	}
-	slices.SortStableFunc(running, dsOldestFirst)
+	slices.SortStableFunc(running, kit.OldestFirst)
 	if !dsAllowsSurge(s.ds) {
 		return append(del, running[1:]...)
 	}
@@ -550,7 +538,7 @@ func (s *dsSync) surplus(node string, pods []*corev1.Pod) []*corev1.Pod {
 			del = append(del, pod)
 		}
 	}
-	if oldestNew != nil && oldestOld != nil && (!rsPodReady(oldestOld) || s.available(oldestNew)) {
+	if oldestNew != nil && oldestOld != nil && (!kit.PodReady(oldestOld) || s.available(oldestNew)) {
 		del = append(del, oldestOld)
 	}
 	return del
@@ -611,7 +599,7 @@ func (s *dsSync) syncNodes(del []*corev1.Pod, create []string) (bool, error) {
 	template := s.podTemplate()
 	next := 0
 	var mu sync.Mutex
-	created, createErr := rsSlowStart(len(create), func() error {
+	created, createErr := kit.SlowStart(len(create), func() error {
 		mu.Lock()
 		node := create[next]
 		next++
@@ -630,7 +618,7 @@ func (s *dsSync) syncNodes(del []*corev1.Pod, create []string) (bool, error) {
 func (s *dsSync) podTemplate() *corev1.PodTemplateSpec {
 	t := s.ds.Spec.Template.DeepCopy()
 	dsAddTolerations(&t.Spec)
-	t.Labels = deployWithLabel(t.Labels, appsv1.DefaultDaemonSetUniqueLabelKey, s.hash)
+	t.Labels = kit.WithLabel(t.Labels, appsv1.DefaultDaemonSetUniqueLabelKey, s.hash)
 	if s.gen != nil {
 		t.Labels[dsPodGenerationLabel] = strconv.FormatInt(*s.gen, 10)
 	}

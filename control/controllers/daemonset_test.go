@@ -265,7 +265,7 @@ func (k *fakeKubelet) handle(ctx context.Context, pod *corev1.Pod) {
 	k.mu.Lock()
 	ready, stopped := k.ready, k.stopped
 	k.mu.Unlock()
-	if stopped || pod.Spec.NodeName == "" || rsPodFinished(pod) {
+	if stopped || pod.Spec.NodeName == "" || kit.PodFinished(pod) {
 		return
 	}
 	// Errors are left alone: the pod changed or went meanwhile, and its
@@ -277,12 +277,12 @@ func (k *fakeKubelet) handle(ctx context.Context, pod *corev1.Pod) {
 		return
 	}
 	want := ready == nil || ready(pod)
-	if pod.Status.Phase == corev1.PodRunning && rsPodReady(pod) == want {
+	if pod.Status.Phase == corev1.PodRunning && kit.PodReady(pod) == want {
 		return
 	}
 	s.Mutate(ctx, k.e.pods, pod.Namespace, pod.Name, "status", func(o runtime.Object) error {
 		p := o.(*corev1.Pod)
-		if p.UID != pod.UID || rsPodFinished(p) {
+		if p.UID != pod.UID || kit.PodFinished(p) {
 			return kit.ErrClaimSkip
 		}
 		p.Status.Phase = corev1.PodRunning
@@ -668,7 +668,7 @@ func TestDaemonSetRevisionHistory(t *testing.T) {
 	for _, st := range steps {
 		e.mutateDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = st.image })
 		cur := e.getDS("agent")
-		hash := deployTemplateHash(&cur.Spec.Template, cur.Status.CollisionCount)
+		hash := kit.TemplateHash(&cur.Spec.Template, cur.Status.CollisionCount)
 		hashes[st.image] = hash
 		e.eventually("revision of "+st.image+" recorded", func() bool {
 			h := dsRevisions(e.getDS("agent"))
@@ -709,7 +709,7 @@ func TestDaemonSetReplacesFinishedPods(t *testing.T) {
 				})
 				e.eventually("the finished pod is replaced", func() bool {
 					pods := e.dsPods(ds)["n1"]
-					return len(pods) == 1 && pods[0].UID != first.UID && rsPodReady(pods[0])
+					return len(pods) == 1 && pods[0].UID != first.UID && kit.PodReady(pods[0])
 				})
 				for _, p := range e.podList() {
 					if p.UID == first.UID {

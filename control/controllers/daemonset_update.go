@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/isle-cluster/isle/control/controllers/kit"
 )
 
 // dsAllowsSurge: more than one pod may run on a node during an update.
@@ -160,8 +162,8 @@ func (s *dsSync) writeStatus() error {
 			continue
 		}
 		current++
-		pod := slices.MinFunc(pods, dsOldestFirst)
-		if rsPodReady(pod) {
+		pod := slices.MinFunc(pods, kit.OldestFirst)
+		if kit.PodReady(pod) {
 			ready++
 			if s.available(pod) {
 				available++
@@ -241,7 +243,7 @@ func (s *dsSync) recordRevision() (bool, error) {
 		if cur.UID != uid || cur.Generation != generation {
 			return errDSSkip
 		}
-		cur.Annotations = deployWithLabel(cur.Annotations, dsRevisionsAnnotation, string(b))
+		cur.Annotations = kit.WithLabel(cur.Annotations, dsRevisionsAnnotation, string(b))
 		return nil
 	})
 	if errors.Is(err, errDSSkip) || apierrors.IsNotFound(err) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -219,11 +220,11 @@ func (s *deploySync) updateNewReplicaSet(newRevision string) error {
 
 func (s *deploySync) createNewReplicaSet(newRevision string) error {
 	d := s.d
-	hash := deployTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	hash := kit.TemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	tmpl := d.Spec.Template.DeepCopy()
-	tmpl.Labels = deployWithLabel(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	tmpl.Labels = kit.WithLabel(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	sel := d.Spec.Selector.DeepCopy()
-	sel.MatchLabels = deployWithLabel(sel.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	sel.MatchLabels = kit.WithLabel(sel.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            d.Name + "-" + hash,
@@ -301,7 +302,7 @@ func (s *deploySync) setDeploymentRevision(rev string) error {
 		if cur.UID != s.d.UID || cur.Generation != s.d.Generation {
 			return errDeployRetry
 		}
-		cur.Annotations = deployWithLabel(cur.Annotations, deployRevisionAnnotation, rev)
+		cur.Annotations = kit.WithLabel(cur.Annotations, deployRevisionAnnotation, rev)
 		return nil
 	})
 	if err != nil {

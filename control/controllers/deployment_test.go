@@ -317,7 +317,7 @@ func TestDeploymentCreate(t *testing.T) {
 		return rs != nil
 	})
 	hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	if want := deployTemplateHash(&d.Spec.Template, nil); hash != want {
+	if want := kit.TemplateHash(&d.Spec.Template, nil); hash != want {
 		t.Fatalf("pod-template-hash label %q, want %q", hash, want)
 	}
 	if rs.Name != "web-"+hash {
@@ -936,15 +936,15 @@ func TestDeployFenceposts(t *testing.T) {
 
 func TestDeployTemplateHash(t *testing.T) {
 	a, b := deployTemplate("busybox:1"), deployTemplate("busybox:2")
-	ha := deployTemplateHash(&a, nil)
-	if ha != deployTemplateHash(a.DeepCopy(), nil) {
+	ha := kit.TemplateHash(&a, nil)
+	if ha != kit.TemplateHash(a.DeepCopy(), nil) {
 		t.Error("the hash is not stable")
 	}
-	if ha == deployTemplateHash(&b, nil) {
+	if ha == kit.TemplateHash(&b, nil) {
 		t.Error("different templates, same hash")
 	}
 	one := int32(1)
-	if ha == deployTemplateHash(&a, &one) {
+	if ha == kit.TemplateHash(&a, &one) {
 		t.Error("the collision count does not change the hash")
 	}
 	if strings.ContainsAny(ha, "aeiou01") || ha == "" || len(ha) > 10 {

@@ -1,10 +1,6 @@
 package controllers
 
 import (
-	"encoding/binary"
-	"encoding/json"
-	"hash/fnv"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/rand"
 )
 
 // Annotations and condition reasons of the Deployment controller, as
@@ -29,34 +24,18 @@ const (
 	// deployRevisionHistoryMax bounds the revision-history annotation.
 	deployRevisionHistoryMax = 2000
 
-	deployReasonNewRSCreated    = "NewReplicaSetCreated"
-	deployReasonFoundNewRS      = "FoundNewReplicaSet"
-	deployReasonRSUpdated       = "ReplicaSetUpdated"
-	deployReasonNewRSAvailable  = "NewReplicaSetAvailable"
-	deployReasonTimedOut        = "ProgressDeadlineExceeded"
-	deployReasonRSCreateError   = "ReplicaSetCreateError"
-	deployReasonPaused          = "DeploymentPaused"
-	deployReasonResumed         = "DeploymentResumed"
-	deployReasonMinAvailable    = "MinimumReplicasAvailable"
-	deployReasonMinUnavailable  = "MinimumReplicasUnavailable"
-	deployNoProgressDeadline    = int32(1<<31 - 1)
-	deployHashCollisionCountLen = 4
+	deployReasonNewRSCreated   = "NewReplicaSetCreated"
+	deployReasonFoundNewRS     = "FoundNewReplicaSet"
+	deployReasonRSUpdated      = "ReplicaSetUpdated"
+	deployReasonNewRSAvailable = "NewReplicaSetAvailable"
+	deployReasonTimedOut       = "ProgressDeadlineExceeded"
+	deployReasonRSCreateError  = "ReplicaSetCreateError"
+	deployReasonPaused         = "DeploymentPaused"
+	deployReasonResumed        = "DeploymentResumed"
+	deployReasonMinAvailable   = "MinimumReplicasAvailable"
+	deployReasonMinUnavailable = "MinimumReplicasUnavailable"
+	deployNoProgressDeadline   = int32(1<<31 - 1)
 )
-
-// deployTemplateHash is the pod-template-hash of a template: FNV-32a of
-// its JSON (and of the collision count, when there is one), written in
-// Kubernetes' safe encoding (no vowels, no look-alike digits).
-func deployTemplateHash(tmpl *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	b, _ := json.Marshal(tmpl)
-	h.Write(b)
-	if collisionCount != nil {
-		var c [deployHashCollisionCountLen]byte
-		binary.LittleEndian.PutUint32(c[:], uint32(*collisionCount))
-		h.Write(c[:])
-	}
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-}
 
 // deployEqualIgnoreHash compares two pod templates but for their
 // pod-template-hash label.
@@ -65,16 +44,6 @@ func deployEqualIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
 	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// deployWithLabel returns a copy of m with k set to v.
-func deployWithLabel(m map[string]string, k, v string) map[string]string {
-	out := maps.Clone(m)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[k] = v
-	return out
 }
 
 func deployReplicas(rs *appsv1.ReplicaSet) int32 {

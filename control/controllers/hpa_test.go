@@ -20,6 +20,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
@@ -62,7 +63,7 @@ func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *kit.TestClock) {
 	e := &env{Store: s, ctx: t.Context()}
 	clock := kit.NewTestClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	metrics := &fakeMetrics{clock: clock}
-	table := controllers.Table(s, log, controllers.WithHPA(controllers.HPAConfig{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))
+	table := controllers.Table(s, log, controllers.WithHPA(hpa.Config{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
 )
 
 // The Ingresses the boards serve get the Ready boards' addresses in their
@@ -21,7 +21,7 @@ func TestIngressStatus(t *testing.T) {
 	e.namespace(t, "default")
 	nodes := e.res(t, "", "v1", "nodes")
 	ings := e.res(t, "networking.k8s.io", "v1", "ingresses")
-	e.create(t, e.res(t, "networking.k8s.io", "v1", "ingressclasses"), "", controllers.DefaultIngressClass())
+	e.create(t, e.res(t, "networking.k8s.io", "v1", "ingressclasses"), "", ingressstatus.DefaultIngressClass())
 	for i, name := range []string{"pi2", "pi10", "pi1"} {
 		n := readyNode(name)
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name},

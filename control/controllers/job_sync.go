@@ -236,12 +236,12 @@ func (s *jobSync) loadPods() error {
 	}
 	for _, pod := range s.pods {
 		switch {
-		case rsPodFinished(pod):
+		case kit.PodFinished(pod):
 		case pod.DeletionTimestamp != nil:
 			s.terminating++
 		default:
 			s.active = append(s.active, pod)
-			if rsPodReady(pod) {
+			if kit.PodReady(pod) {
 				s.ready++
 			}
 		}
@@ -367,7 +367,7 @@ func (s *jobSync) manage() (int32, error) {
 		template.Finalizers = append(template.Finalizers, batchv1.JobTrackingFinalizer)
 	}
 	var next atomic.Int32
-	created, err := rsSlowStart(int(diff), func() error {
+	created, err := kit.SlowStart(int(diff), func() error {
 		ix := -1
 		if indexes != nil {
 			ix = indexes[next.Add(1)-1]
@@ -407,8 +407,8 @@ func (s *jobSync) createPod(t *corev1.PodTemplateSpec, ix int) error {
 	}
 	if ix >= 0 {
 		v := strconv.Itoa(ix)
-		pod.Annotations = deployWithLabel(pod.Annotations, batchv1.JobCompletionIndexAnnotation, v)
-		pod.Labels = deployWithLabel(pod.Labels, batchv1.JobCompletionIndexAnnotation, v)
+		pod.Annotations = kit.WithLabel(pod.Annotations, batchv1.JobCompletionIndexAnnotation, v)
+		pod.Labels = kit.WithLabel(pod.Labels, batchv1.JobCompletionIndexAnnotation, v)
 		pod.Spec.Hostname = job.Name + "-" + v
 		if jobPerIndex(job) {
 			counted, ignored := s.indexFailureCounts(ix)
@@ -434,7 +434,7 @@ func (s *jobSync) pendingIndexes(n int) []int {
 	taken := s.indexes.Union(s.failedIndexes)
 	onlyFailed := jobOnlyReplaceFailed(s.job)
 	for _, pod := range s.pods {
-		live := !rsPodFinished(pod) && (pod.DeletionTimestamp == nil || onlyFailed)
+		live := !kit.PodFinished(pod) && (pod.DeletionTimestamp == nil || onlyFailed)
 		if ix := jobIndex(pod); ix >= 0 && live {
 			taken.Insert(ix)
 		}
@@ -468,13 +468,13 @@ func (s *jobSync) forRemoval(n int) []*corev1.Pod {
 		for _, ix := range slices.Sorted(maps.Keys(byIndex)) {
 			pods := byIndex[ix]
 			// Keep the most advanced pod of the index.
-			slices.SortStableFunc(pods, func(a, b *corev1.Pod) int { return rsDeleteFirst(a, b, 0, 0) })
+			slices.SortStableFunc(pods, func(a, b *corev1.Pod) int { return kit.DeleteFirst(a, b, 0, 0) })
 			rm = append(rm, pods[:len(pods)-1]...)
 			left = append(left, pods[len(pods)-1])
 		}
 	}
 	if len(rm) < n {
-		slices.SortStableFunc(left, func(a, b *corev1.Pod) int { return rsDeleteFirst(a, b, 0, 0) })
+		slices.SortStableFunc(left, func(a, b *corev1.Pod) int { return kit.DeleteFirst(a, b, 0, 0) })
 		rm = append(rm, left[:min(n-len(rm), len(left))]...)
 	}
 	return rm
@@ -505,7 +505,7 @@ func (s *jobSync) deletePods(pods []*corev1.Pod, dropFinalizer bool) (readyGone,
 			continue
 		}
 		gone++
-		if rsPodReady(pod) {
+		if kit.PodReady(pod) {
 			readyGone++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/printers"
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -97,11 +98,11 @@ func (e *wlEnv) jobPods(j *batchv1.Job) (all, active []*corev1.Pod) {
 			continue
 		}
 		all = append(all, p)
-		if !rsPodFinished(p) && p.DeletionTimestamp == nil {
+		if !kit.PodFinished(p) && p.DeletionTimestamp == nil {
 			active = append(active, p)
 		}
 	}
-	slices.SortStableFunc(active, dsOldestFirst)
+	slices.SortStableFunc(active, kit.OldestFirst)
 	return all, active
 }
 
@@ -340,7 +341,7 @@ func TestJobPodFailureBackoff(t *testing.T) {
 	var active []*corev1.Pod
 	e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
 	e.finish(active[0], corev1.PodFailed)
-	failedAt := rsReadyCondition(e.podByUID(active[0].UID)).LastTransitionTime
+	failedAt := kit.ReadyCondition(e.podByUID(active[0].UID)).LastTransitionTime
 	var next []*corev1.Pod
 	e.eventually("a replacement", func() bool { _, next = e.jobPods(j); return len(next) == 1 })
 	if d := next[0].CreationTimestamp.Sub(failedAt.Time); d < 2*time.Second {
@@ -567,7 +568,7 @@ func (e *wlEnv) exit(p *corev1.Pod, code int32, conds ...corev1.PodCondition) {
 func (e *wlEnv) jobIndexPods(j *batchv1.Job) map[int][]*corev1.Pod {
 	e.t.Helper()
 	all, _ := e.jobPods(j)
-	slices.SortStableFunc(all, dsOldestFirst)
+	slices.SortStableFunc(all, kit.OldestFirst)
 	out := map[int][]*corev1.Pod{}
 	for _, p := range all {
 		out[jobIndex(p)] = append(out[jobIndex(p)], p)

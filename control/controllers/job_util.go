@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/isle-cluster/isle/control/controllers/kit"
 )
 
 // nextBackoff is the Job's failure record after the pods that finished
@@ -90,7 +92,7 @@ func jobFinishTime(pod *corev1.Pod) time.Time {
 	if complete {
 		return last
 	}
-	if c := rsReadyCondition(pod); c != nil && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+	if c := kit.ReadyCondition(pod); c != nil && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	if pod.DeletionTimestamp != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -209,7 +210,7 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 		case seen && m.State == BoardLeft:
 			msg = msgLeft
 		}
-		if msg != "" && readyStatus(n) != corev1.ConditionUnknown {
+		if msg != "" && kit.NodeReadyStatus(n) != corev1.ConditionUnknown {
 			if marked := c.markUnknown(ctx, nodes, n.Name, msg, now); marked != nil {
 				n = marked
 				c.markPodsNotReady(ctx, pods, n.Name, now)
@@ -221,15 +222,6 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 		}
 	}
 	c.evict(ctx, pods, items, now)
-}
-
-func readyStatus(n *corev1.Node) corev1.ConditionStatus {
-	for _, cd := range n.Status.Conditions {
-		if cd.Type == corev1.NodeReady {
-			return cd.Status
-		}
-	}
-	return corev1.ConditionUnknown
 }
 
 // markUnknown sets every condition of the Node to Unknown, as Kubernetes'
@@ -308,7 +300,7 @@ func podReady(p *corev1.Pod) bool {
 // wantTaints are the NoSchedule and NoExecute taints a Node's Ready
 // condition calls for: unreachable when Unknown, not-ready when False.
 func wantTaints(n *corev1.Node) string {
-	switch readyStatus(n) {
+	switch kit.NodeReadyStatus(n) {
 	case corev1.ConditionUnknown:
 		return corev1.TaintNodeUnreachable
 	case corev1.ConditionFalse:

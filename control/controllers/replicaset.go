@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +35,7 @@ import (
 //     are released; pods controlled by anything else are left alone;
 //   - missing pods are created from the template in slow-start batches
 //     (1, 2, 4, …), stopping at the first error; surplus pods are deleted,
-//     the least useful first (see rsDeleteFirst);
+//     the least useful first (see kit.DeleteFirst);
 //   - the status (replicas, fullyLabeledReplicas, readyReplicas,
 //     availableReplicas, terminatingReplicas, observedGeneration and the
 //     ReplicaFailure condition) is written through the status subresource,
@@ -70,8 +69,6 @@ const (
 	// rsRetryBase and rsRetryMax bound the backoff of a failed reconcile.
 	rsRetryBase = 20 * time.Millisecond
 	rsRetryMax  = time.Minute
-	// rsDeletionCost is the annotation that orders pods for scale-down.
-	rsDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 )
 
 var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
@@ -230,7 +227,7 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 	terminating := int32(0)
 	for i := range list.(*corev1.PodList).Items {
 		pod := &list.(*corev1.PodList).Items[i]
-		if rsPodFinished(pod) {
+		if kit.PodFinished(pod) {
 			continue
 		}
 		if pod.DeletionTimestamp != nil {
@@ -254,10 +251,6 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 		r.queue.AddAfter(key, recheck)
 	}
 	return manageErr
-}
-
-func rsPodFinished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // errRSSkip aborts a Mutate whose object is no longer what was decided on.
@@ -372,7 +365,7 @@ func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*core
 	switch {
 	case diff < 0:
 		n := min(-diff, rsBurst)
-		created, err := rsSlowStart(n, func() error { return r.createPod(ctx, rs) })
+		created, err := kit.SlowStart(n, func() error { return r.createPod(ctx, rs) })
 		if created > 0 {
 			r.log.Info("replicaset controller: created pods", "replicaset", rs.Namespace+"/"+rs.Name, "count", created)
 		}
@@ -413,33 +406,6 @@ func rsWant(rs *appsv1.ReplicaSet) int {
 		return 1
 	}
 	return int(*rs.Spec.Replicas)
-}
-
-// rsSlowStart calls fn count times, in batches of 1, 2, 4, … run at once,
-// and stops after the first batch with an error. It returns the number of
-// successful calls and the first error.
-func rsSlowStart(count int, fn func() error) (int, error) {
-	done := 0
-	for batch := min(count, 1); batch > 0; batch = min(2*batch, count-done) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		done += batch - len(errs)
-		if err, failed := <-errs; failed {
-			return done, err
-		}
-	}
-	return done, nil
 }
 
 // createPod creates one pod from rs's template.
@@ -501,109 +467,9 @@ func rsVictims(pods []*corev1.Pod, n int) []*corev1.Pod {
 	}
 	ranked := slices.Clone(pods)
 	slices.SortStableFunc(ranked, func(a, b *corev1.Pod) int {
-		return rsDeleteFirst(a, b, perNode[a.Spec.NodeName], perNode[b.Spec.NodeName])
+		return kit.DeleteFirst(a, b, perNode[a.Spec.NodeName], perNode[b.Spec.NodeName])
 	})
 	return ranked[:n]
-}
-
-// rsDeleteFirst orders pods for deletion (negative: a goes before b), as
-// Kubernetes' ActivePodsWithRanks: unscheduled before scheduled; Pending
-// before Unknown before Running; not ready before ready; lower
-// pod-deletion-cost first; more pods on the same node first; ready for a
-// shorter time first; more container restarts first; newer before older.
-func rsDeleteFirst(a, b *corev1.Pod, rankA, rankB int) int {
-	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-		return rsFirstIf(a.Spec.NodeName == "")
-	}
-	if pa, pb := rsPhaseOrder(a.Status.Phase), rsPhaseOrder(b.Status.Phase); pa != pb {
-		return rsFirstIf(pa < pb)
-	}
-	readyA, readyB := rsPodReady(a), rsPodReady(b)
-	if readyA != readyB {
-		return rsFirstIf(!readyA)
-	}
-	if ca, cb := rsCost(a), rsCost(b); ca != cb {
-		return rsFirstIf(ca < cb)
-	}
-	if rankA != rankB {
-		return rsFirstIf(rankA > rankB)
-	}
-	if readyA && readyB {
-		ta, tb := rsReadySince(a), rsReadySince(b)
-		if !ta.Equal(tb) {
-			return rsFirstIf(ta.IsZero() || !tb.IsZero() && ta.After(tb))
-		}
-	}
-	if ra, rb := rsRestarts(a), rsRestarts(b); ra != rb {
-		return rsFirstIf(ra > rb)
-	}
-	if ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time; !ta.Equal(tb) {
-		return rsFirstIf(ta.IsZero() || !tb.IsZero() && ta.After(tb))
-	}
-	return 0
-}
-
-func rsFirstIf(first bool) int {
-	if first {
-		return -1
-	}
-	return 1
-}
-
-func rsPhaseOrder(p corev1.PodPhase) int {
-	switch p {
-	case corev1.PodPending:
-		return 0
-	case corev1.PodUnknown:
-		return 1
-	case corev1.PodRunning:
-		return 2
-	}
-	return 3
-}
-
-func rsCost(pod *corev1.Pod) int32 {
-	v, ok := pod.Annotations[rsDeletionCost]
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil {
-		return 0
-	}
-	return int32(n)
-}
-
-func rsRestarts(pod *corev1.Pod) int32 {
-	var most int32
-	for _, st := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for _, c := range st {
-			most = max(most, c.RestartCount)
-		}
-	}
-	return most
-}
-
-func rsReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func rsPodReady(pod *corev1.Pod) bool {
-	c := rsReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// rsReadySince is when a ready pod turned ready (zero if unknown).
-func rsReadySince(pod *corev1.Pod) time.Time {
-	if c := rsReadyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
 }
 
 // status computes rs's status from its active pods and the outcome of
@@ -620,11 +486,11 @@ func (r *rsRun) status(rs *appsv1.ReplicaSet, owned []*corev1.Pod, terminating i
 		if template.Matches(labels.Set(pod.Labels)) {
 			fully++
 		}
-		if !rsPodReady(pod) {
+		if !kit.PodReady(pod) {
 			continue
 		}
 		ready++
-		since := rsReadySince(pod)
+		since := kit.ReadySince(pod)
 		switch {
 		case minReady == 0:
 			available++

@@ -645,7 +645,7 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 		pod("pending", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
 		pod("unknown", func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown }),
 		pod("unready", func(p *corev1.Pod) { setReady(p, false, at(10).Time) }),
-		pod("cheap", func(p *corev1.Pod) { p.Annotations = map[string]string{rsDeletionCost: "-5"} }),
+		pod("cheap", func(p *corev1.Pod) { p.Annotations = map[string]string{kit.DeletionCost: "-5"} }),
 		pod("doubled-1", func(p *corev1.Pod) { p.Spec.NodeName = "shared" }),
 		pod("doubled-2", func(p *corev1.Pod) { p.Spec.NodeName = "shared"; p.CreationTimestamp = at(-1) }),
 		pod("ready-recently", func(p *corev1.Pod) { setReady(p, true, at(20).Time) }),
@@ -654,7 +654,7 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 		}),
 		pod("newer", func(p *corev1.Pod) { p.CreationTimestamp = at(1) }),
 		pod("older", nil),
-		pod("dear", func(p *corev1.Pod) { p.Annotations = map[string]string{rsDeletionCost: "100"} }),
+		pod("dear", func(p *corev1.Pod) { p.Annotations = map[string]string{kit.DeletionCost: "100"} }),
 	}
 	want := make([]string, len(pods))
 	for i, p := range pods {
@@ -680,14 +680,14 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 
 func TestReplicaSetSlowStart(t *testing.T) {
 	var calls atomic.Int32
-	n, err := rsSlowStart(10, func() error { calls.Add(1); return nil })
+	n, err := kit.SlowStart(10, func() error { calls.Add(1); return nil })
 	if n != 10 || err != nil || calls.Load() != 10 {
 		t.Fatalf("all succeed: %d, %v, %d calls", n, err, calls.Load())
 	}
 	calls.Store(0)
 	boom := errors.New("boom")
 	var mu sync.Mutex
-	n, err = rsSlowStart(10, func() error {
+	n, err = kit.SlowStart(10, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if calls.Add(1) == 5 { // in the third batch (calls 4–7)
@@ -698,7 +698,7 @@ func TestReplicaSetSlowStart(t *testing.T) {
 	if n != 6 || !errors.Is(err, boom) || calls.Load() != 7 {
 		t.Fatalf("failure in the third batch: %d created, err %v, %d calls; want 6, boom, 7", n, err, calls.Load())
 	}
-	if n, err := rsSlowStart(0, func() error { t.Fatal("called"); return nil }); n != 0 || err != nil {
+	if n, err := kit.SlowStart(0, func() error { t.Fatal("called"); return nil }); n != 0 || err != nil {
 		t.Fatalf("nothing to do: %d, %v", n, err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/rootca"
 )
 
 // testCAPEM stands for the cluster CA's certificate in the controllers'
@@ -19,7 +19,7 @@ func TestRootCAPublished(t *testing.T) {
 	cms := e.res(t, "", "v1", "configmaps")
 	published := func(ns string) func() bool {
 		return func() bool {
-			obj, err := e.Get(e.ctx, cms, ns, controllers.RootCAConfigMap, metav1.GetOptions{})
+			obj, err := e.Get(e.ctx, cms, ns, rootca.ConfigMap, metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
@@ -31,7 +31,7 @@ func TestRootCAPublished(t *testing.T) {
 	eventually(t, "team-a has kube-root-ca.crt", published("team-a"))
 
 	// Changed by someone: put back.
-	if _, err := e.Mutate(e.ctx, cms, "team-a", controllers.RootCAConfigMap, "", func(o runtime.Object) error {
+	if _, err := e.Mutate(e.ctx, cms, "team-a", rootca.ConfigMap, "", func(o runtime.Object) error {
 		o.(*corev1.ConfigMap).Data = map[string]string{"ca.crt": "mine", "extra": "x"}
 		return nil
 	}); err != nil {
@@ -40,7 +40,7 @@ func TestRootCAPublished(t *testing.T) {
 	eventually(t, "team-a's kube-root-ca.crt is restored", published("team-a"))
 
 	// Deleted: made again.
-	if _, _, err := e.Delete(e.ctx, cms, "team-a", controllers.RootCAConfigMap, metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Delete(e.ctx, cms, "team-a", rootca.ConfigMap, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "team-a's kube-root-ca.crt is made again", published("team-a"))

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -419,7 +419,7 @@ func (e *pvEnv) provisioned(claim string) (*corev1.PersistentVolumeClaim, *corev
 // and pi-2.
 func newLocalPathEnv(t *testing.T) *pvEnv {
 	e := newPVEnv(t)
-	e.createClass(controllers.LocalPathStorageClass())
+	e.createClass(volumes.LocalPathStorageClass())
 	e.createNode("pi-1")
 	e.createNode("pi-2")
 	return e

@@ -138,6 +138,13 @@ func (c *Cache[T]) Keys() []string {
 	return slices.Sorted(maps.Keys(c.byKey))
 }
 
+// All is every object, by key.
+func (c *Cache[T]) All() []T {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return sorted(c.byKey)
+}
+
 // List is the objects of namespace ns ("": of the cluster-scoped
 // resource), by key.
 func (c *Cache[T]) List(ns string) []T {

@@ -71,6 +71,9 @@ func TestCache(t *testing.T) {
 	if got := c.List("b"); len(got) != 0 {
 		t.Fatalf("List b after the delete: %v", names(got))
 	}
+	if got := names(c.All()); !slices.Equal(got, []string{"p1", "p2"}) {
+		t.Fatalf("All: %v", got)
+	}
 	if got := c.Keys(); !slices.Equal(got, []string{"a/p1", "a/p2"}) {
 		t.Fatalf("Keys: %v", got)
 	}

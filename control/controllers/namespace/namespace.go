@@ -1,4 +1,5 @@
-package controllers
+// Package namespace is the namespace controller.
+package namespace
 
 import (
 	"context"
@@ -16,36 +17,42 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// namespaces gives every namespace its default ServiceAccount, and empties
+// Controller gives every namespace its default ServiceAccount, and empties
 // a deleted namespace before it lets it go: every object inside is deleted
 // (background propagation), then the namespace's "kubernetes" finalizer is
 // removed, which removes the namespace.
-type namespaces struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 }
 
-func (c *namespaces) Name() string { return "namespace" }
+// New returns the namespace controller.
+func New(store *registry.Store, log *slog.Logger) *Controller {
+	return &Controller{store: store, log: log}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "namespace" }
 
 // retryEvery is how often a terminating namespace is looked at again while
 // objects in it are still going (pods finishing on their nodes, say).
 const retryEvery = 2 * time.Second
 
-func (c *namespaces) Run(ctx context.Context) {
-	terminating := map[string]bool{}
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	namespaces := kit.NewCache[*corev1.Namespace]()
 	loop := kit.Loop{Store: c.store, Log: c.log, Name: "namespace controller", ResyncEvery: retryEvery, Resync: func() {
-		for name := range terminating {
-			c.finalize(ctx, name)
+		for _, ns := range namespaces.List("") {
+			if ns.DeletionTimestamp != nil {
+				c.finalize(ctx, ns.Name)
+			}
 		}
 	}}
-	loop.Run(ctx, kit.WatchOf(kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces")),
-		func() { clear(terminating) },
-		func(typ watch.EventType, ns *corev1.Namespace) {
+	loop.Run(ctx, namespaces.Watch(kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces")), nil,
+		func(typ watch.EventType, _, ns *corev1.Namespace) {
 			switch {
 			case typ == watch.Deleted:
-				delete(terminating, ns.Name)
 			case ns.DeletionTimestamp != nil:
-				terminating[ns.Name] = true
 				c.finalize(ctx, ns.Name)
 			default:
 				c.ensureServiceAccount(ctx, ns.Name)
@@ -55,7 +62,7 @@ func (c *namespaces) Run(ctx context.Context) {
 
 // finalize deletes what is left in a terminating namespace and, once it is
 // empty, removes the namespace's finalizer.
-func (c *namespaces) finalize(ctx context.Context, name string) {
+func (c *Controller) finalize(ctx context.Context, name string) {
 	remaining := 0
 	for _, r := range c.store.Resources().All() {
 		if !r.Namespaced || r.StorageVersion != "" {
@@ -88,7 +95,7 @@ func (c *namespaces) finalize(ctx context.Context, name string) {
 }
 
 // ensureServiceAccount creates the namespace's default ServiceAccount.
-func (c *namespaces) ensureServiceAccount(ctx context.Context, ns string) {
+func (c *Controller) ensureServiceAccount(ctx context.Context, ns string) {
 	saRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
 	if _, err := c.store.Get(ctx, saRes, ns, "default", metav1.GetOptions{ResourceVersion: "0"}); err == nil {
 		return

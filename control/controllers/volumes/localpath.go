@@ -1,4 +1,4 @@
-package controllers
+package volumes
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -152,7 +153,7 @@ func localPathRefuses(claim *corev1.PersistentVolumeClaim, class *storagev1.Stor
 		return fmt.Errorf("%s does not support block volumes", LocalPathProvisioner)
 	case claim.Spec.DataSource != nil || claim.Spec.DataSourceRef != nil:
 		return fmt.Errorf("%s cannot populate a volume from a data source", LocalPathProvisioner)
-	case esDeref(claim.Spec.VolumeAttributesClassName) != "":
+	case kit.Deref(claim.Spec.VolumeAttributesClassName) != "":
 		return fmt.Errorf("%s does not support volume attributes classes", LocalPathProvisioner)
 	case len(class.MountOptions) > 0:
 		return fmt.Errorf("%s does not support mount options", LocalPathProvisioner)

@@ -1,4 +1,6 @@
-package controllers
+// Package rootca is the root-CA publisher (kube-controller-manager's
+// root-ca-cert-publisher).
+package rootca
 
 import (
 	"context"
@@ -14,33 +16,35 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// RootCAConfigMap is the ConfigMap every namespace holds with the cluster
+// ConfigMap is the ConfigMap every namespace holds with the cluster
 // CA's certificate under the key "ca.crt", as kube-controller-manager's
 // root-ca-cert-publisher keeps it: projected service-account volumes and
 // in-cluster clients read it to trust the API server.
-const RootCAConfigMap = "kube-root-ca.crt"
+const ConfigMap = "kube-root-ca.crt"
 
 // rootCADescription is the annotation upstream's publisher sets.
 const rootCADescription = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
 	"No other usage is guaranteed across distributions of Kubernetes clusters."
 
-// WithRootCA gives the root-CA publisher the cluster CA's certificate
-// (PEM); without it the publisher does not run.
-func WithRootCA(certPEM []byte) Option {
-	return func(o *tableOptions) { o.rootCA = certPEM }
-}
-
-// rootCAPublisher puts RootCAConfigMap into every namespace that is not
+// Controller puts ConfigMap into every namespace that is not
 // terminating, and puts it back when it is deleted or its data changed.
-type rootCAPublisher struct {
+type Controller struct {
 	store   *registry.Store
 	log     *slog.Logger
 	certPEM []byte
 }
 
-func (c *rootCAPublisher) Name() string { return "root-ca-cert-publisher" }
+// New returns the publisher of certPEM, the cluster CA's certificate;
+// without it the publisher does not run.
+func New(store *registry.Store, log *slog.Logger, certPEM []byte) *Controller {
+	return &Controller{store: store, log: log, certPEM: certPEM}
+}
 
-func (c *rootCAPublisher) Run(ctx context.Context) {
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "root-ca-cert-publisher" }
+
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
 	if len(c.certPEM) == 0 {
 		return
 	}
@@ -54,14 +58,14 @@ func (c *rootCAPublisher) Run(ctx context.Context) {
 			}
 		}),
 		kit.Watch{Res: cmRes, ChangesOnly: true, Handle: func(ev registry.WatchEvent) {
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == RootCAConfigMap {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == ConfigMap {
 				c.sync(ctx, cm.Namespace)
 			}
 		}})
 }
 
-// sync makes namespace ns's RootCAConfigMap hold the CA's certificate.
-func (c *rootCAPublisher) sync(ctx context.Context, ns string) {
+// sync makes namespace ns's ConfigMap hold the CA's certificate.
+func (c *Controller) sync(ctx context.Context, ns string) {
 	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	cmRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
 	if obj, err := c.store.Get(ctx, nsRes, "", ns, metav1.GetOptions{ResourceVersion: "0"}); err != nil ||
@@ -69,11 +73,11 @@ func (c *rootCAPublisher) sync(ctx context.Context, ns string) {
 		return // gone or going: nothing new may be created in it
 	}
 	want := map[string]string{"ca.crt": string(c.certPEM)}
-	obj, err := c.store.Get(ctx, cmRes, ns, RootCAConfigMap, metav1.GetOptions{ResourceVersion: "0"})
+	obj, err := c.store.Get(ctx, cmRes, ns, ConfigMap, metav1.GetOptions{ResourceVersion: "0"})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = c.store.Create(ctx, cmRes, ns, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: RootCAConfigMap, Namespace: ns,
+			ObjectMeta: metav1.ObjectMeta{Name: ConfigMap, Namespace: ns,
 				Annotations: map[string]string{"kubernetes.io/description": rootCADescription}},
 			Data: want,
 		}, registry.WriteOptions{})
@@ -85,7 +89,7 @@ func (c *rootCAPublisher) sync(ctx context.Context, ns string) {
 		if len(cm.Data) == 1 && cm.Data["ca.crt"] == want["ca.crt"] && len(cm.BinaryData) == 0 {
 			return
 		}
-		_, err = c.store.Mutate(ctx, cmRes, ns, RootCAConfigMap, "", func(o runtime.Object) error {
+		_, err = c.store.Mutate(ctx, cmRes, ns, ConfigMap, "", func(o runtime.Object) error {
 			cm := o.(*corev1.ConfigMap)
 			cm.Data, cm.BinaryData = want, nil
 			return nil

@@ -1,4 +1,6 @@
-package controllers
+// Package volumes is the PersistentVolume controller with the local-path
+// provisioner built in.
+package volumes
 
 import (
 	"context"
@@ -20,7 +22,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// persistentVolumes binds PersistentVolumeClaims to PersistentVolumes and
+// Controller binds PersistentVolumeClaims to PersistentVolumes and
 // looks after both until they are gone, as Kubernetes' persistentvolume
 // binder, pvc-protection and pv-protection controllers together, with the
 // isle.dev/local-path provisioner built in (localpath.go):
@@ -53,7 +55,7 @@ import (
 // It watches claims, volumes, StorageClasses and pods and syncs claims and
 // volumes from two work queues, one worker each (two claims never race
 // for a volume), and everything again every pvResync.
-type persistentVolumes struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 	// binderEvents and provisionerEvents record the Events of the binder
@@ -64,12 +66,15 @@ type persistentVolumes struct {
 	now func() time.Time
 }
 
-func newPersistentVolumes(store *registry.Store, log *slog.Logger, ev *events.Broadcaster) *persistentVolumes {
-	return &persistentVolumes{store: store, log: log, now: time.Now,
+// New returns the PersistentVolume controller, recording its Events
+// through ev.
+func New(store *registry.Store, log *slog.Logger, ev *events.Broadcaster) *Controller {
+	return &Controller{store: store, log: log, now: time.Now,
 		binderEvents: ev.Recorder(pvBinderComponent), provisionerEvents: ev.Recorder(LocalPathProvisioner)}
 }
 
-func (c *persistentVolumes) Name() string { return "persistentvolume" }
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "persistentvolume" }
 
 const (
 	// pvResync is how often every claim and volume is synced again.
@@ -84,13 +89,14 @@ const (
 
 // pvRun is the state of one Run (one term of leadership).
 type pvRun struct {
-	*persistentVolumes
+	*Controller
 	pvs, pvcs, classes, pods, nodes *registry.Resource
 	claims, volumes                 *kit.Queue
 }
 
-func (c *persistentVolumes) Run(ctx context.Context) {
-	r := &pvRun{persistentVolumes: c,
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &pvRun{Controller: c,
 		pvs:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumes")),
 		pvcs:    kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")),
 		classes: kit.MustLookup(c.store, storagev1.SchemeGroupVersion.WithResource("storageclasses")),
@@ -110,48 +116,45 @@ func (c *persistentVolumes) Run(ctx context.Context) {
 // watch follows claims, volumes, classes and pods and queues the claims
 // and volumes they concern, until ctx ends.
 func (r *pvRun) watch(ctx context.Context) {
-	claims := map[string]bool{}  // known claims by key; true: unbound, waiting for a volume
-	volumes := map[string]bool{} // known volumes by name
+	claims := kit.NewCache[*corev1.PersistentVolumeClaim]()
+	volumes := kit.NewCache[*corev1.PersistentVolume]()
+	// queueWaiting queues the claims that are unbound, waiting for a
+	// volume.
 	queueWaiting := func() {
-		for key, waiting := range claims {
-			if waiting {
-				r.claims.Add(key)
+		for _, c := range claims.All() {
+			if c.DeletionTimestamp == nil && !metav1.HasAnnotation(c.ObjectMeta, annBindCompleted) {
+				r.claims.Add(kit.Key(c))
 			}
 		}
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "persistentvolume controller", ResyncEvery: pvResync, Resync: func() {
-		for key := range claims {
+		for _, key := range claims.Keys() {
 			r.claims.Add(key)
 		}
-		for name := range volumes {
+		for _, name := range volumes.Keys() {
 			r.volumes.Add(name)
 		}
 	}}
 	loop.Run(ctx,
-		kit.WatchOf(r.pvcs, func() { clear(claims) }, func(typ watch.EventType, c *corev1.PersistentVolumeClaim) {
-			key := pvcKey(c.Namespace, c.Name)
+		claims.Watch(r.pvcs, nil, func(typ watch.EventType, _, c *corev1.PersistentVolumeClaim) {
 			if typ == watch.Deleted {
 				// Its volume is released: the one it was bound to, or the
 				// one provisioned for it and not bound yet.
-				delete(claims, key)
 				if c.Spec.VolumeName != "" {
 					r.volumes.Add(c.Spec.VolumeName)
 				}
 				r.volumes.Add(pvProvisionedName(c))
 				return
 			}
-			claims[key] = c.DeletionTimestamp == nil && !metav1.HasAnnotation(c.ObjectMeta, annBindCompleted)
-			r.claims.Add(key)
+			r.claims.Add(kit.Key(c))
 		}),
-		kit.WatchOf(r.pvs, func() { clear(volumes) }, func(typ watch.EventType, v *corev1.PersistentVolume) {
+		volumes.Watch(r.pvs, nil, func(typ watch.EventType, _, v *corev1.PersistentVolume) {
 			if ref := v.Spec.ClaimRef; ref != nil {
 				r.claims.Add(pvcKey(ref.Namespace, ref.Name))
 			}
 			if typ == watch.Deleted {
-				delete(volumes, v.Name)
 				return
 			}
-			volumes[v.Name] = true
 			r.volumes.Add(v.Name)
 			if v.Spec.ClaimRef == nil && v.Status.Phase == corev1.VolumeAvailable {
 				queueWaiting() // a volume to be had
@@ -187,7 +190,7 @@ func pvPodClaims(pod *corev1.Pod) []string {
 // pvPodTerminated reports whether a pod has ended, or is being deleted
 // with no container running, as Kubernetes' IsPodTerminated.
 func pvPodTerminated(pod *corev1.Pod) bool {
-	if rsPodFinished(pod) {
+	if kit.PodFinished(pod) {
 		return true
 	}
 	if pod.DeletionTimestamp == nil {

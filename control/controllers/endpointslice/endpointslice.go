@@ -1,4 +1,5 @@
-package controllers
+// Package endpointslice is the EndpointSlice controller.
+package endpointslice
 
 import (
 	"context"
@@ -26,7 +27,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// endpointSlices keeps the discovery.k8s.io/v1 EndpointSlices of every
+// Controller keeps the discovery.k8s.io/v1 EndpointSlices of every
 // Service with a selector, as Kubernetes' EndpointSlice controller
 // (simplified):
 //   - the endpoints are the pods of the Service's namespace that match its
@@ -43,12 +44,18 @@ import (
 //
 // It watches Services, pods and EndpointSlices and reconciles Services from
 // a work queue, every Service again every esResync.
-type endpointSlices struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 }
 
-func (c *endpointSlices) Name() string { return "endpointslice" }
+// New returns the EndpointSlice controller.
+func New(store *registry.Store, log *slog.Logger) *Controller {
+	return &Controller{store: store, log: log}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "endpointslice" }
 
 const (
 	esResync       = 30 * time.Second
@@ -64,15 +71,16 @@ const (
 var esServiceKind = corev1.SchemeGroupVersion.WithKind("Service")
 
 type esRun struct {
-	*endpointSlices
+	*Controller
 	services *registry.Resource
 	pods     *registry.Resource
 	slices   *registry.Resource
 	queue    *kit.Queue
 }
 
-func (c *endpointSlices) Run(ctx context.Context) {
-	r := &esRun{endpointSlices: c,
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &esRun{Controller: c,
 		services: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("services")),
 		pods:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		slices:   kit.MustLookup(c.store, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")),
@@ -86,21 +94,24 @@ func (c *endpointSlices) Run(ctx context.Context) {
 // watch follows Services, pods and slices and queues the Services they
 // concern, until ctx ends.
 func (r *esRun) watch(ctx context.Context) {
-	selectors := map[string]labels.Selector{} // Services with a selector, by namespace/name
-	podLabels := map[string]labels.Set{}      // pods' labels by namespace/name
+	services := kit.NewCache[*corev1.Service]()
+	pods := kit.NewCache[*corev1.Pod]()
 	queueAll := func() {
-		for key := range selectors {
-			r.queue.Add(key)
+		for _, svc := range services.All() {
+			if esWanted(svc) {
+				r.queue.Add(kit.Key(svc))
+			}
 		}
 	}
 	queueMatching := func(ns string, sets ...labels.Set) {
-		for key, sel := range selectors {
-			if !strings.HasPrefix(key, ns+"/") {
+		for _, svc := range services.List(ns) {
+			if !esWanted(svc) {
 				continue
 			}
+			sel := labels.SelectorFromSet(svc.Spec.Selector)
 			for _, set := range sets {
 				if set != nil && sel.Matches(set) {
-					r.queue.Add(key)
+					r.queue.Add(kit.Key(svc))
 					break
 				}
 			}
@@ -108,28 +119,16 @@ func (r *esRun) watch(ctx context.Context) {
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "endpointslice controller", Resync: queueAll, ResyncEvery: esResync}
 	loop.Run(ctx,
-		kit.WatchOf(r.services, func() { clear(selectors) }, func(typ watch.EventType, svc *corev1.Service) {
-			key := svc.Namespace + "/" + svc.Name
-			if typ == watch.Deleted || !esWanted(svc) {
-				delete(selectors, key)
-			} else {
-				selectors[key] = labels.SelectorFromSet(svc.Spec.Selector)
-			}
+		services.Watch(r.services, nil, func(_ watch.EventType, _, svc *corev1.Service) {
 			// A Service that lost its selector has its slices removed.
-			r.queue.Add(key)
+			r.queue.Add(kit.Key(svc))
 		}),
-		kit.WatchOf(r.pods, func() {
-			clear(podLabels)
-			queueAll()
-		}, func(typ watch.EventType, pod *corev1.Pod) {
-			key := pod.Namespace + "/" + pod.Name
-			prev := podLabels[key]
-			cur := labels.Set(pod.Labels)
-			if typ == watch.Deleted {
-				delete(podLabels, key)
-			} else {
-				podLabels[key] = cur
+		pods.Watch(r.pods, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
+			var prev labels.Set
+			if old != nil {
+				prev = old.Labels
 			}
+			cur := labels.Set(pod.Labels)
 			queueMatching(pod.Namespace, prev, cur)
 		}),
 		kit.WatchOf(r.slices, nil, func(_ watch.EventType, s *discoveryv1.EndpointSlice) {
@@ -347,7 +346,7 @@ func esEndpoint(svc *corev1.Service, pod *corev1.Pod) (discoveryv1.Endpoint, boo
 	if ip == "" {
 		return discoveryv1.Endpoint{}, false
 	}
-	serving := rsPodReady(pod)
+	serving := kit.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || serving && !terminating
 	ep := discoveryv1.Endpoint{
@@ -437,26 +436,18 @@ func esTargetPort(sp corev1.ServicePort, pod *corev1.Pod) (int32, bool) {
 func esPortsKey(ports []discoveryv1.EndpointPort) string {
 	var b strings.Builder
 	for _, p := range ports {
-		b.WriteString(esDeref(p.Name))
+		b.WriteString(kit.Deref(p.Name))
 		b.WriteByte('/')
-		b.WriteString(string(esDeref(p.Protocol)))
+		b.WriteString(string(kit.Deref(p.Protocol)))
 		b.WriteByte('/')
 		if p.Port != nil {
 			b.WriteString(strconv.Itoa(int(*p.Port)))
 		}
 		b.WriteByte('/')
-		b.WriteString(esDeref(p.AppProtocol))
+		b.WriteString(kit.Deref(p.AppProtocol))
 		b.WriteByte(';')
 	}
 	return b.String()
-}
-
-func esDeref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // esLabels are the labels of svc's slices: the Service's own, and the

@@ -1,4 +1,5 @@
-package controllers
+// Package ingressstatus is the controller of the Ingresses' status.
+package ingressstatus
 
 import (
 	"context"
@@ -38,16 +39,22 @@ func DefaultIngressClass() *networkingv1.IngressClass {
 	}
 }
 
-// ingressStatus fills in status.loadBalancer of the Ingresses the boards
+// Controller fills in status.loadBalancer of the Ingresses the boards
 // serve: every board answers on its port 80, so the addresses are the
 // InternalIPs of the Ready Nodes. It writes only when they change (a board
 // lost or back), as Kubernetes' ingress controllers publish theirs.
-type ingressStatus struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 }
 
-func (c *ingressStatus) Name() string { return "ingress-status" }
+// New returns the ingress status controller.
+func New(store *registry.Store, log *slog.Logger) *Controller {
+	return &Controller{store: store, log: log}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "ingress-status" }
 
 const (
 	isWorkers   = 1
@@ -57,13 +64,14 @@ const (
 )
 
 type isRun struct {
-	*ingressStatus
+	*Controller
 	ingresses, classes, nodes *registry.Resource
 	queue                     *kit.Queue
 }
 
-func (c *ingressStatus) Run(ctx context.Context) {
-	r := &isRun{ingressStatus: c,
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &isRun{Controller: c,
 		ingresses: kit.MustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingresses")),
 		classes:   kit.MustLookup(c.store, networkingv1.SchemeGroupVersion.WithResource("ingressclasses")),
 		nodes:     kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
@@ -77,22 +85,18 @@ func (c *ingressStatus) Run(ctx context.Context) {
 // watch queues an Ingress when it changes, and every Ingress when a Node
 // or an IngressClass does.
 func (r *isRun) watch(ctx context.Context) {
-	keys := map[string]bool{}
+	ingresses := kit.NewCache[*networkingv1.Ingress]()
 	all := func() {
-		for k := range keys {
+		for _, k := range ingresses.Keys() {
 			r.queue.Add(k)
 		}
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "ingress status controller", Resync: all, ResyncEvery: isResync}
 	loop.Run(ctx,
-		kit.WatchOf(r.ingresses, func() { clear(keys) }, func(typ watch.EventType, ing *networkingv1.Ingress) {
-			key := ing.Namespace + "/" + ing.Name
-			if typ == watch.Deleted {
-				delete(keys, key)
-				return
+		ingresses.Watch(r.ingresses, nil, func(typ watch.EventType, _, ing *networkingv1.Ingress) {
+			if typ != watch.Deleted {
+				r.queue.Add(kit.Key(ing))
 			}
-			keys[key] = true
-			r.queue.Add(key)
 		}),
 		kit.WatchOf(r.nodes, nil, func(watch.EventType, *corev1.Node) { all() }),
 		kit.WatchOf(r.classes, nil, func(watch.EventType, *networkingv1.IngressClass) { all() }))
@@ -172,7 +176,7 @@ func boardAddresses(nodes []corev1.Node) []networkingv1.IngressLoadBalancerIngre
 	var ips []netip.Addr
 	for i := range nodes {
 		n := &nodes[i]
-		if readyStatus(n) != corev1.ConditionTrue || n.DeletionTimestamp != nil {
+		if kit.NodeReadyStatus(n) != corev1.ConditionTrue || n.DeletionTimestamp != nil {
 			continue
 		}
 		for _, a := range n.Status.Addresses {

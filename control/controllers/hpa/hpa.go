@@ -1,4 +1,5 @@
-package controllers
+// Package hpa is the HorizontalPodAutoscaler controller.
+package hpa
 
 import (
 	"context"
@@ -37,10 +38,10 @@ type PodMetricsSource interface {
 	PodMetrics(namespace, name string, uid types.UID) (metricsv1beta1.PodMetrics, bool)
 }
 
-// HPAConfig tunes the HorizontalPodAutoscaler controller. Zero values take
+// Config tunes the HorizontalPodAutoscaler controller. Zero values take
 // Kubernetes' defaults (kube-controller-manager's
 // --horizontal-pod-autoscaler-* flags).
-type HPAConfig struct {
+type Config struct {
 	// Metrics gives the pods' usage. nil: none, and every HPA reports that
 	// it gets no metrics.
 	Metrics PodMetricsSource
@@ -63,12 +64,7 @@ type HPAConfig struct {
 	Now func() time.Time
 }
 
-// WithHPA configures the HorizontalPodAutoscaler controller of the table.
-func WithHPA(cfg HPAConfig) Option {
-	return func(o *tableOptions) { o.hpa = cfg }
-}
-
-// hpaController scales the targets of autoscaling/v2
+// Controller scales the targets of autoscaling/v2
 // HorizontalPodAutoscalers (autoscaling/v1 ones are the same objects), as
 // Kubernetes' HPA controller does for Resource metrics (cpu and memory,
 // Utilization and AverageValue targets):
@@ -89,9 +85,9 @@ func WithHPA(cfg HPAConfig) Option {
 // Each HPA is reconciled when it is created or its spec changes, and every
 // SyncPeriod. Pods, Object, External and ContainerResource metrics are
 // refused: isle serves no custom or external metrics API.
-type hpaController struct {
+type Controller struct {
 	store  *registry.Store
-	cfg    HPAConfig
+	cfg    Config
 	log    *slog.Logger
 	events *events.Recorder
 	calc   replicaCalc
@@ -99,7 +95,9 @@ type hpaController struct {
 
 const hpaWorkers = 2
 
-func newHPAController(store *registry.Store, log *slog.Logger, rec *events.Recorder, cfg HPAConfig) *hpaController {
+// New returns the HorizontalPodAutoscaler controller, recording its Events
+// with rec.
+func New(store *registry.Store, log *slog.Logger, rec *events.Recorder, cfg Config) *Controller {
 	if cfg.SyncPeriod <= 0 {
 		cfg.SyncPeriod = 15 * time.Second
 	}
@@ -118,15 +116,16 @@ func newHPAController(store *registry.Store, log *slog.Logger, rec *events.Recor
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &hpaController{store: store, cfg: cfg, log: log, events: rec,
+	return &Controller{store: store, cfg: cfg, log: log, events: rec,
 		calc: replicaCalc{now: cfg.Now, cpuInitializationPeriod: cfg.CPUInitializationPeriod, delayOfInitialReadinessStatus: cfg.InitialReadinessDelay}}
 }
 
-func (c *hpaController) Name() string { return "horizontalpodautoscaling" }
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "horizontalpodautoscaling" }
 
 // hpaRun is the state of one Run (one term of leadership).
 type hpaRun struct {
-	*hpaController
+	*Controller
 	hpas, pods *registry.Resource
 	queue      *kit.Queue
 
@@ -134,8 +133,9 @@ type hpaRun struct {
 	history map[string]*hpaHistory
 }
 
-func (c *hpaController) Run(ctx context.Context) {
-	r := &hpaRun{hpaController: c, queue: kit.NewQueue(time.Second, c.cfg.SyncPeriod), history: map[string]*hpaHistory{},
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &hpaRun{Controller: c, queue: kit.NewQueue(time.Second, c.cfg.SyncPeriod), history: map[string]*hpaHistory{},
 		hpas: kit.MustLookup(c.store, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")),
 		pods: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))}
 	var wg sync.WaitGroup
@@ -147,23 +147,21 @@ func (c *hpaController) Run(ctx context.Context) {
 // watch queues HPAs that are created or whose spec changes (their status
 // changes are this controller's own), and every HPA every SyncPeriod.
 func (r *hpaRun) watch(ctx context.Context) {
-	generations := map[string]int64{}
+	hpas := kit.NewCache[*autoscalingv2.HorizontalPodAutoscaler]()
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "hpa controller", ResyncEvery: r.cfg.SyncPeriod, Resync: func() {
-		for key := range generations {
+		for _, key := range hpas.Keys() {
 			r.queue.Add(key)
 		}
 	}}
-	loop.Run(ctx, kit.WatchOf(r.hpas, func() { clear(generations) }, func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) {
-		key := hpa.Namespace + "/" + hpa.Name
+	loop.Run(ctx, hpas.Watch(r.hpas, nil, func(typ watch.EventType, old, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+		key := kit.Key(hpa)
 		if typ == watch.Deleted {
-			delete(generations, key)
 			r.mu.Lock()
 			delete(r.history, key)
 			r.mu.Unlock()
 			return
 		}
-		if g, seen := generations[key]; !seen || g != hpa.Generation {
-			generations[key] = hpa.Generation
+		if old == nil || old.Generation != hpa.Generation {
 			r.queue.Add(key)
 		}
 	}))

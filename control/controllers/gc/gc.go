@@ -1,4 +1,5 @@
-package controllers
+// Package gc is the garbage collector.
+package gc
 
 import (
 	"context"
@@ -16,7 +17,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// garbageCollector follows ownerReferences, as Kubernetes' garbage collector:
+// Controller follows ownerReferences, as Kubernetes' garbage collector:
 //   - an object all of whose owners are gone is deleted (background);
 //   - an owner deleted with propagation Foreground ("foregroundDeletion"
 //     finalizer) deletes its dependents and loses that finalizer once those
@@ -27,12 +28,18 @@ import (
 //
 // It sweeps the whole store after deletions (debounced) and every minute:
 // isle's stores are small, and a sweep costs no writes unless it acts.
-type garbageCollector struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 }
 
-func (c *garbageCollector) Name() string { return "garbagecollector" }
+// New returns the garbage collector.
+func New(store *registry.Store, log *slog.Logger) *Controller {
+	return &Controller{store: store, log: log}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "garbagecollector" }
 
 // gcDebounce gathers the deletions of a cascade into one sweep.
 const (
@@ -40,7 +47,8 @@ const (
 	gcResync   = time.Minute
 )
 
-func (c *garbageCollector) Run(ctx context.Context) {
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		changes, err := c.store.WatchChanges(ctx)
 		if err != nil {
@@ -51,7 +59,7 @@ func (c *garbageCollector) Run(ctx context.Context) {
 	}
 }
 
-func (c *garbageCollector) loop(ctx context.Context, changes <-chan []registry.Change) {
+func (c *Controller) loop(ctx context.Context, changes <-chan []registry.Change) {
 	c.sweep(ctx)
 	resync := time.NewTicker(gcResync)
 	defer resync.Stop()
@@ -85,7 +93,7 @@ type item struct {
 	obj metav1.Object
 }
 
-func (c *garbageCollector) sweep(ctx context.Context) {
+func (c *Controller) sweep(ctx context.Context) {
 	var items []item
 	byUID := map[types.UID]item{}
 	for _, r := range c.store.Resources().All() {
@@ -179,7 +187,7 @@ func deletingDependents(it item) bool {
 
 // unblock makes it's references to owners that wait for their dependents
 // non-blocking.
-func (c *garbageCollector) unblock(ctx context.Context, it item, byUID map[types.UID]item) {
+func (c *Controller) unblock(ctx context.Context, it item, byUID map[types.UID]item) {
 	c.mutate(ctx, it, func(m metav1.Object) {
 		refs := m.GetOwnerReferences()
 		for i := range refs {
@@ -198,7 +206,7 @@ func sameNamespace(owner, dep item) bool {
 	return !owner.res.Namespaced || owner.obj.GetNamespace() == dep.obj.GetNamespace()
 }
 
-func (c *garbageCollector) delete(ctx context.Context, it item, policy metav1.DeletionPropagation) {
+func (c *Controller) delete(ctx context.Context, it item, policy metav1.DeletionPropagation) {
 	uid := it.obj.GetUID()
 	_, _, err := c.store.Delete(ctx, it.res, it.obj.GetNamespace(), it.obj.GetName(), metav1.DeleteOptions{
 		PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -211,19 +219,19 @@ func (c *garbageCollector) delete(ctx context.Context, it item, policy metav1.De
 	}
 }
 
-func (c *garbageCollector) orphan(ctx context.Context, it item, owner types.UID) {
+func (c *Controller) orphan(ctx context.Context, it item, owner types.UID) {
 	c.mutate(ctx, it, func(m metav1.Object) {
 		m.SetOwnerReferences(slices.DeleteFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner }))
 	})
 }
 
-func (c *garbageCollector) dropFinalizer(ctx context.Context, it item, f string) {
+func (c *Controller) dropFinalizer(ctx context.Context, it item, f string) {
 	c.mutate(ctx, it, func(m metav1.Object) {
 		m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(x string) bool { return x == f }))
 	})
 }
 
-func (c *garbageCollector) mutate(ctx context.Context, it item, change func(metav1.Object)) {
+func (c *Controller) mutate(ctx context.Context, it item, change func(metav1.Object)) {
 	_, err := c.store.Mutate(ctx, it.res, it.obj.GetNamespace(), it.obj.GetName(), "", func(obj runtime.Object) error {
 		m, err := meta.Accessor(obj)
 		if err != nil {

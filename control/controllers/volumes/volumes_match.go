@@ -1,4 +1,4 @@
-package controllers
+package volumes
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	schedulinghelper "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/isle-cluster/isle/control/controllers/kit"
 )
 
 // Which volume fits a claim, by the rules of Kubernetes' persistentvolume
@@ -158,7 +160,7 @@ func pvFindMatch(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVo
 	}
 	want := c.Spec.Resources.Requests[corev1.ResourceStorage]
 	class := pvcClass(c)
-	claimVAC := esDeref(c.Spec.VolumeAttributesClassName)
+	claimVAC := kit.Deref(c.Spec.VolumeAttributesClassName)
 	var best *corev1.PersistentVolume
 	for _, v := range volumes {
 		if v.Spec.ClaimRef != nil && !pvBoundTo(v, c) {
@@ -166,7 +168,7 @@ func pvFindMatch(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVo
 		}
 		have := v.Spec.Capacity[corev1.ResourceStorage]
 		if have.Cmp(want) < 0 || pvModeMismatch(&c.Spec, &v.Spec) || !pvOffersModes(v, c) ||
-			esDeref(v.Spec.VolumeAttributesClassName) != claimVAC || v.DeletionTimestamp != nil {
+			kit.Deref(v.Spec.VolumeAttributesClassName) != claimVAC || v.DeletionTimestamp != nil {
 			continue
 		}
 		if pvBoundTo(v, c) {
