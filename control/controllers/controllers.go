@@ -8,24 +8,22 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/isle-cluster/isle/control/controllers/daemonset"
+	"github.com/isle-cluster/isle/control/controllers/deployment"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
 	"github.com/isle-cluster/isle/control/controllers/gc"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
+	"github.com/isle-cluster/isle/control/controllers/job"
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/controllers/namespace"
+	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
 )
-
-// Controller is one reconciler.
-type Controller interface {
-	Name() string
-	// Run reconciles until ctx ends (when this member stops leading).
-	Run(ctx context.Context)
-}
 
 // Option configures a controller of the table.
 type Option func(*tableOptions)
@@ -54,23 +52,23 @@ func WithRootCA(certPEM []byte) Option {
 }
 
 // Table returns every controller, in start order.
-func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller {
+func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Controller {
 	var o tableOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events"), OnEvent: o.activity})
-	return []Controller{
+	return []kit.Controller{
 		ev,
 		namespace.New(store, log.With("controller", "namespace")),
 		rootca.New(store, log.With("controller", "root-ca-cert-publisher"), o.rootCA),
 		gc.New(store, log.With("controller", "garbagecollector")),
-		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
-		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},
+		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
+		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
 		endpointslice.New(store, log.With("controller", "endpointslice")),
 		ingressstatus.New(store, log.With("controller", "ingress-status")),
-		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
-		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
+		daemonset.New(store, log.With("controller", "daemonset"), ev.Recorder("daemonset-controller")),
+		job.New(store, log.With("controller", "job"), ev.Recorder("job-controller")),
 		volumes.New(store, log.With("controller", "persistentvolume"), ev),
 		hpa.New(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
 		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
@@ -78,7 +76,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller
 }
 
 // RunAll runs every controller of the table until ctx ends.
-func RunAll(ctx context.Context, table []Controller, log *slog.Logger) {
+func RunAll(ctx context.Context, table []kit.Controller, log *slog.Logger) {
 	var wg sync.WaitGroup
 	for _, c := range table {
 		wg.Add(1)

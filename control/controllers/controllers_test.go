@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/deployment"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
@@ -385,4 +386,19 @@ func TestGarbageCollector(t *testing.T) {
 		}
 		eventually(t, "ns-dep is deleted after its namespace owner", gone("ns-dep"))
 	})
+}
+
+func TestDeploymentInTable(t *testing.T) {
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
+	for _, ctrl := range controllers.Table(s, log) {
+		if ctrl.Name() == "deployment" {
+			if _, ok := ctrl.(*deployment.Controller); !ok {
+				t.Fatalf("the table's deployment controller is a %T", ctrl)
+			}
+			return
+		}
+	}
+	t.Fatal("no deployment controller in the table")
 }

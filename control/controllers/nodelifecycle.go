@@ -85,7 +85,7 @@ type nodeLifecycle struct {
 }
 
 // NewNodeLifecycle returns the node lifecycle controller.
-func NewNodeLifecycle(store *registry.Store, liveness Liveness, cfg NodeLifecycleConfig, log *slog.Logger) Controller {
+func NewNodeLifecycle(store *registry.Store, liveness Liveness, cfg NodeLifecycleConfig, log *slog.Logger) kit.Controller {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 40 * time.Second
 	}

@@ -131,6 +131,14 @@ func (c *Cache[T]) KeyOfUID(uid types.UID) (string, bool) {
 	return key, ok
 }
 
+// ByUID is the object with uid.
+func (c *Cache[T]) ByUID(uid types.UID) (T, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	obj, ok := c.byKey[c.byUID[uid]]
+	return obj, ok
+}
+
 // Keys are the keys of every object, sorted.
 func (c *Cache[T]) Keys() []string {
 	c.mu.RLock()

@@ -38,6 +38,12 @@ func TestCache(t *testing.T) {
 	if k, ok := c.KeyOfUID("u3"); !ok || k != "b/p3" {
 		t.Fatalf("KeyOfUID u3: %q, %v", k, ok)
 	}
+	if p, ok := c.ByUID("u2"); !ok || p.Name != "p2" {
+		t.Fatalf("ByUID u2: %v, %v", p, ok)
+	}
+	if _, ok := c.ByUID("none"); ok {
+		t.Fatal("ByUID of an unknown UID found an object")
+	}
 	if got := names(c.List("a")); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Fatalf("List a: %v", got)
 	}

@@ -19,6 +19,13 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
+// Controller is one reconciler of the controllers' table.
+type Controller interface {
+	Name() string
+	// Run reconciles until ctx ends (when this member stops leading).
+	Run(ctx context.Context)
+}
+
 // The two halves of most controllers' Run: an event loop that follows
 // registry watches and queues keys (Loop), and workers that sync the
 // queued keys (RunWorkers).

@@ -1,4 +1,5 @@
-package controllers
+// Package daemonset is the DaemonSet controller.
+package daemonset
 
 import (
 	"context"
@@ -19,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	schedulinghelper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -28,7 +28,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// daemonSets runs one pod of every apps/v1 DaemonSet on each node that
+// Controller runs one pod of every apps/v1 DaemonSet on each node that
 // should run it, as Kubernetes' DaemonSet controller:
 //   - a node should run the pod if the template's nodeName (if set),
 //     nodeSelector and required node affinity match it and the template's
@@ -65,7 +65,7 @@ import (
 // `kubectl rollout undo ds` (which read ControllerRevisions) fail with
 // "the server could not find the requested resource"; a DaemonSet is rolled
 // back by applying its earlier manifest again.
-type daemonSets struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 	// now is the clock of availability (minReadySeconds) and of the failed
@@ -79,7 +79,13 @@ type daemonSets struct {
 	synced func(key string, rev int64)
 }
 
-func (c *daemonSets) Name() string { return "daemonset" }
+// New returns the DaemonSet controller, recording its Events with rec.
+func New(store *registry.Store, log *slog.Logger, rec kit.EventRecorder) *Controller {
+	return &Controller{store: store, log: log, events: rec}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "daemonset" }
 
 const (
 	dsResync    = 30 * time.Second
@@ -121,7 +127,7 @@ var dsHostNetworkToleration = corev1.Toleration{Key: corev1.TaintNodeNetworkUnav
 
 // dsRun is the state of one Run (one term of leadership).
 type dsRun struct {
-	*daemonSets
+	*Controller
 	now     func() time.Time
 	helpLog logr.Logger // for component-helpers, into the same slog handler
 	dsRes   *registry.Resource
@@ -138,8 +144,9 @@ type dsBackoff struct {
 	at    time.Time
 }
 
-func (c *daemonSets) Run(ctx context.Context) {
-	r := &dsRun{daemonSets: c, now: c.now, helpLog: logr.FromSlogHandler(c.log.Handler()),
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &dsRun{Controller: c, now: c.now, helpLog: logr.FromSlogHandler(c.log.Handler()),
 		dsRes:   kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
 		podRes:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		nodeRes: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
@@ -157,55 +164,35 @@ func (c *daemonSets) Run(ctx context.Context) {
 // watch follows DaemonSets, nodes and pods and queues the DaemonSets they
 // concern, until ctx ends. A watch that ends is opened again.
 func (r *dsRun) watch(ctx context.Context) {
-	sets := map[string]labels.Selector{} // DaemonSets by namespace/name
-	keys := map[types.UID]string{}       // and their keys by UID
-	nodes := map[string]string{}         // what of a node decides placement, by name
+	sets := kit.NewCache[*appsv1.DaemonSet]()
+	nodes := kit.NewCache[*corev1.Node]()
 	queueAll := func() {
-		for key := range sets {
+		for _, key := range sets.Keys() {
 			r.queue.Add(key)
 		}
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "daemonset controller", Resync: queueAll, ResyncEvery: dsResync}
 	loop.Run(ctx,
-		kit.WatchOf(r.dsRes, func() {
-			clear(sets)
-			clear(keys)
-		}, func(typ watch.EventType, ds *appsv1.DaemonSet) {
-			key := ds.Namespace + "/" + ds.Name
+		sets.Watch(r.dsRes, nil, func(typ watch.EventType, _, ds *appsv1.DaemonSet) {
+			key := kit.Key(ds)
 			if typ == watch.Deleted {
-				delete(sets, key)
-				delete(keys, ds.UID)
 				r.forgetBackoff(key)
 				return
 			}
-			sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-			if err != nil {
-				sel = labels.Nothing()
-			}
-			sets[key] = sel
-			keys[ds.UID] = key
 			r.queue.Add(key)
 		}),
-		kit.WatchOf(r.nodeRes, func() {
-			clear(nodes)
-			queueAll() // nodes deleted while the watch was away
-		}, func(typ watch.EventType, node *corev1.Node) {
+		// Nodes deleted while the watch was away are noticed by a sync of
+		// every DaemonSet.
+		nodes.Watch(r.nodeRes, queueAll, func(typ watch.EventType, old, node *corev1.Node) {
 			// Status heartbeats change nothing of placement; labels and
 			// taints do, and so do nodes that come and go.
-			if typ == watch.Deleted {
-				delete(nodes, node.Name)
-				queueAll()
-				return
-			}
-			fp := dsNodeFingerprint(node)
-			if prev, seen := nodes[node.Name]; !seen || prev != fp {
-				nodes[node.Name] = fp
+			if typ == watch.Deleted || old == nil || dsNodeFingerprint(old) != dsNodeFingerprint(node) {
 				queueAll()
 			}
 		}),
 		kit.WatchOf(r.podRes, queueAll, func(typ watch.EventType, pod *corev1.Pod) {
 			if ref := metav1.GetControllerOf(pod); ref != nil {
-				if key, ok := keys[ref.UID]; ok {
+				if key, ok := sets.KeyOfUID(ref.UID); ok {
 					r.queue.Add(key)
 				}
 				return
@@ -215,9 +202,9 @@ func (r *dsRun) watch(ctx context.Context) {
 			}
 			// An orphan: every DaemonSet it matches may adopt it.
 			set := labels.Set(pod.Labels)
-			for key, sel := range sets {
-				if strings.HasPrefix(key, pod.Namespace+"/") && sel.Matches(set) {
-					r.queue.Add(key)
+			for _, ds := range sets.List(pod.Namespace) {
+				if sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector); err == nil && sel.Matches(set) {
+					r.queue.Add(kit.Key(ds))
 				}
 			}
 		}))

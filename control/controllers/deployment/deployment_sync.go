@@ -1,4 +1,4 @@
-package controllers
+package deployment
 
 import (
 	"context"
@@ -27,7 +27,7 @@ var errDeployRetry = errors.New("changed meanwhile")
 
 // deploySync is one sync of one Deployment.
 type deploySync struct {
-	c   *deploymentController
+	c   *Controller
 	ctx context.Context
 	// d is the Deployment as read; d.Status gathers the conditions set
 	// along the way (paused, new ReplicaSet created), stored the status as
@@ -44,7 +44,7 @@ type deploySync struct {
 
 // syncDeployment reconciles one Deployment and returns when it wants to
 // look at it again (0: only on changes).
-func (c *deploymentController) syncDeployment(ctx context.Context, d *appsv1.Deployment) (time.Duration, error) {
+func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) (time.Duration, error) {
 	if d.DeletionTimestamp != nil {
 		return 0, nil // the garbage collector takes its ReplicaSets
 	}

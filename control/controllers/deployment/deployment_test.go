@@ -1,4 +1,4 @@
-package controllers
+package deployment
 
 import (
 	"context"
@@ -22,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/ctltest"
 	"github.com/isle-cluster/isle/control/controllers/kit"
+	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -63,7 +65,7 @@ func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 		t.Fatal(err)
 	}
 
-	ctrl := newDeploymentController(s, log, nil)
+	ctrl := New(s, log, nil)
 	ctrl.now = e.clock.Now
 	if resync > 0 {
 		ctrl.resync = resync
@@ -287,21 +289,6 @@ func (e *deployEnv) settleUntilRolledOut(name string) *appsv1.Deployment {
 		return rolledOut(d)
 	})
 	return d
-}
-
-func TestDeploymentInTable(t *testing.T) {
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	for _, ctrl := range Table(s, log) {
-		if ctrl.Name() == "deployment" {
-			if _, ok := ctrl.(*deploymentController); !ok {
-				t.Fatalf("the table's deployment controller is a %T", ctrl)
-			}
-			return
-		}
-	}
-	t.Fatal("no deployment controller in the table")
 }
 
 func TestDeploymentCreate(t *testing.T) {
@@ -934,56 +921,17 @@ func TestDeployFenceposts(t *testing.T) {
 	}
 }
 
-func TestDeployTemplateHash(t *testing.T) {
-	a, b := deployTemplate("busybox:1"), deployTemplate("busybox:2")
-	ha := kit.TemplateHash(&a, nil)
-	if ha != kit.TemplateHash(a.DeepCopy(), nil) {
-		t.Error("the hash is not stable")
-	}
-	if ha == kit.TemplateHash(&b, nil) {
-		t.Error("different templates, same hash")
-	}
-	one := int32(1)
-	if ha == kit.TemplateHash(&a, &one) {
-		t.Error("the collision count does not change the hash")
-	}
-	if strings.ContainsAny(ha, "aeiou01") || ha == "" || len(ha) > 10 {
-		t.Errorf("hash %q is not safe-encoded", ha)
-	}
-}
-
-// The whole table: the ReplicaSet controller runs the pods (none start
+// With the ReplicaSet controller: it runs the pods (none start
 // here: the test marks them ready), the Deployment controller rolls.
 func TestDeploymentWithReplicaSetController(t *testing.T) {
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	table := Table(s, log)
-	if !slices.ContainsFunc(table, func(c Controller) bool { return c.Name() == "replicaset" }) {
-		t.Skip("no ReplicaSet controller in the table")
-	}
+	env := ctltest.New(t, nil)
+	s := env.Store
 	e := &deployEnv{Store: s, t: t, ctx: t.Context(),
 		dRes:   kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments")),
 		rsRes:  kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
 		podRes: kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
-	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		RunAll(ctx, table, log)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(deployWait):
-			t.Errorf("controllers did not stop within %v of their context's end", deployWait)
-		}
-	})
+	env.Run(t, New(s, env.Log, env.Events.Recorder("deployment-controller")),
+		replicaset.New(s, env.Log, env.Events.Recorder("replicaset-controller")))
 
 	pods := func() []*corev1.Pod {
 		list, err := s.List(e.ctx, e.podRes, "default", metav1.ListOptions{})

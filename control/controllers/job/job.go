@@ -1,4 +1,5 @@
-package controllers
+// Package job is the Job controller.
+package job
 
 import (
 	"context"
@@ -24,7 +25,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// jobs runs the pods of batch/v1 Jobs to completion, as Kubernetes' Job
+// Controller runs the pods of batch/v1 Jobs to completion, as Kubernetes' Job
 // controller does in 1.33 with its default features:
 //   - pods are made from the template with a controller reference and the
 //     batch.kubernetes.io/job-tracking finalizer, named <job>-<random>;
@@ -76,7 +77,7 @@ import (
 //     finished, or that no Job controls, lose it.
 //
 // Jobs with spec.managedBy naming another controller are left to it.
-type jobs struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 	// now is the clock of startTime, conditions, activeDeadlineSeconds, the
@@ -93,7 +94,13 @@ type jobs struct {
 	synced func(key string, rev int64)
 }
 
-func (c *jobs) Name() string { return "job" }
+// New returns the Job controller, recording its Events with rec.
+func New(store *registry.Store, log *slog.Logger, rec kit.EventRecorder) *Controller {
+	return &Controller{store: store, log: log, events: rec}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "job" }
 
 const (
 	jobResync    = 30 * time.Second
@@ -132,7 +139,7 @@ var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
 // jobRun is the state of one Run (one term of leadership).
 type jobRun struct {
-	*jobs
+	*Controller
 	now         func() time.Time
 	backoffBase time.Duration
 	jobRes      *registry.Resource
@@ -150,8 +157,9 @@ type jobBackoff struct {
 	last     time.Time
 }
 
-func (c *jobs) Run(ctx context.Context) {
-	r := &jobRun{jobs: c, now: c.now, backoffBase: c.backoffBase,
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &jobRun{Controller: c, now: c.now, backoffBase: c.backoffBase,
 		jobRes:  kit.MustLookup(c.store, batchv1.SchemeGroupVersion.WithResource("jobs")),
 		podRes:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		queue:   kit.NewQueue(jobRetryBase, jobRetryMax),
@@ -190,94 +198,64 @@ func (r *jobRun) work(ctx context.Context, q *kit.Queue, what, key string, sync 
 	}
 }
 
-// jobInfo is what the event loop remembers of a Job.
-type jobInfo struct {
-	key      string
-	selector labels.Selector
-	finished bool
-}
-
 // watch follows Jobs and pods and queues the Jobs, and the pods whose
 // finalizer may have to go, that they concern, until ctx ends.
 func (r *jobRun) watch(ctx context.Context) {
-	byUID := map[types.UID]jobInfo{}
-	owners := map[string]types.UID{} // pods' controlling Job by pod key
-	tracked := map[string]bool{}     // pods with the tracking finalizer
+	jobs := kit.NewCache[*batchv1.Job]()
+	pods := kit.NewCache[*corev1.Pod]()
 	queueAll := func() {
-		for _, info := range byUID {
-			r.queue.Add(info.key)
+		for _, key := range jobs.Keys() {
+			r.queue.Add(key)
 		}
 	}
 	// orphanPodsOf queues the pods of a Job that is gone or finished.
 	orphanPodsOf := func(uid types.UID) {
-		for key, owner := range owners {
-			if owner == uid && tracked[key] {
-				r.orphans.Add(key)
+		for _, pod := range pods.Controlled(uid) {
+			if jobControllerUID(pod) == uid && jobHasFinalizer(pod) {
+				r.orphans.Add(kit.Key(pod))
 			}
 		}
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "job controller", Resync: queueAll, ResyncEvery: jobResync}
 	loop.Run(ctx,
-		kit.WatchOf(r.jobRes, func() { clear(byUID) }, func(typ watch.EventType, job *batchv1.Job) {
-			key := job.Namespace + "/" + job.Name
-			r.queue.Add(key)
-			if typ == watch.Deleted {
-				delete(byUID, job.UID)
+		jobs.Watch(r.jobRes, nil, func(typ watch.EventType, _, job *batchv1.Job) {
+			r.queue.Add(kit.Key(job))
+			// A finished Job's pods may have kept their finalizer.
+			if typ == watch.Deleted || jobFinished(job) {
 				orphanPodsOf(job.UID)
-				return
-			}
-			sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-			if err != nil {
-				sel = labels.Nothing()
-			}
-			info := jobInfo{key: key, selector: sel, finished: jobFinished(job)}
-			byUID[job.UID] = info
-			if info.finished {
-				orphanPodsOf(job.UID) // in case a pod kept its finalizer
 			}
 		}),
-		kit.WatchOf(r.podRes, func() {
-			clear(owners)
-			clear(tracked)
-			queueAll()
-		}, func(typ watch.EventType, pod *corev1.Pod) {
-			key := pod.Namespace + "/" + pod.Name
+		pods.Watch(r.podRes, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
+			key := kit.Key(pod)
 			gone := typ == watch.Deleted
 			cur := jobControllerUID(pod)
 			// A Job that controlled the pod before this change hears of it.
-			if prev, had := owners[key]; had && prev != cur {
-				if info, ok := byUID[prev]; ok {
-					r.queue.Add(info.key)
+			if old != nil {
+				if prev := jobControllerUID(old); prev != "" && prev != cur {
+					if k, ok := jobs.KeyOfUID(prev); ok {
+						r.queue.Add(k)
+					}
 				}
 			}
-			if gone || cur == "" {
-				delete(owners, key)
-			} else {
-				owners[key] = cur
-			}
-			if !gone && jobHasFinalizer(pod) {
-				tracked[key] = true
-			} else {
-				delete(tracked, key)
-			}
+			tracked := !gone && jobHasFinalizer(pod)
 			switch {
 			case cur != "":
-				info, ok := byUID[cur]
+				job, ok := jobs.ByUID(cur)
 				if ok {
-					r.queue.Add(info.key)
+					r.queue.Add(kit.Key(job))
 				}
-				if tracked[key] && (!ok || info.finished) {
+				if tracked && (!ok || jobFinished(job)) {
 					r.orphans.Add(key)
 				}
 			case metav1.GetControllerOf(pod) == nil && !gone:
-				if tracked[key] {
+				if tracked {
 					r.orphans.Add(key)
 				}
 				// An orphan: every Job it matches may adopt it.
 				set := labels.Set(pod.Labels)
-				for _, info := range byUID {
-					if strings.HasPrefix(info.key, pod.Namespace+"/") && info.selector.Matches(set) {
-						r.queue.Add(info.key)
+				for _, job := range jobs.List(pod.Namespace) {
+					if sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector); err == nil && sel.Matches(set) {
+						r.queue.Add(kit.Key(job))
 					}
 				}
 			}

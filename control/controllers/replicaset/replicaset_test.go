@@ -1,16 +1,11 @@
-package controllers
+package replicaset
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,14 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/ctltest"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
-// The tests of the ReplicaSet controller are in package controllers to
-// inject its clock; their helpers are prefixed rs to stay out of the way
-// of other controllers' tests.
+// The tests of the ReplicaSet controller inject its clock; their helpers
+// are prefixed rs.
 
 const rsWait = 15 * time.Second
 
@@ -42,47 +36,20 @@ type rsEnv struct {
 }
 
 // newRSEnv starts a store, with the fake clock as its clock too (creation
-// and condition timestamps), and the whole controller table on it, the
-// ReplicaSet controller with the fake clock; namespace "default" exists.
+// and condition timestamps), and the ReplicaSet controller on it with the
+// fake clock (ctltest.Env.Run: with the garbage collector, the scheduler
+// and Events); namespace "default" exists.
 func newRSEnv(t *testing.T) *rsEnv {
 	t.Helper()
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clock := kit.NewTestClock(time.Now().UTC().Truncate(time.Second))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log, Now: clock.Now})
+	env := ctltest.New(t, clock.Now)
+	s := env.Store
 	e := &rsEnv{t: t, s: s, ctx: t.Context(), clock: clock,
 		rsRes: kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets")),
 		pods:  kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))}
-
-	table := Table(s, log)
-	found := false
-	for _, ctl := range table {
-		if rsc, ok := ctl.(*replicaSets); ok {
-			rsc.now = clock.Now
-			found = true
-		}
-	}
-	if !found {
-		t.Fatal("the ReplicaSet controller is not in the table")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		RunAll(ctx, table, log)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(rsWait):
-			t.Errorf("controllers did not stop within %v of their context's end", rsWait)
-		}
-	})
-	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rsc := New(s, env.Log, env.Events.Recorder("replicaset-controller"))
+	rsc.now = clock.Now
+	env.Run(t, rsc)
 	return e
 }
 
@@ -217,16 +184,6 @@ func (e *rsEnv) bind(name, node string) {
 	}
 }
 
-// setReady sets a pod's Ready condition, turned so at since.
-func setReady(p *corev1.Pod, ready bool, since time.Time) {
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
-	}
-	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(since)})
-}
-
 func rsStatusIs(rs *appsv1.ReplicaSet, replicas, fully, ready, available int32) bool {
 	s := rs.Status
 	return s.ObservedGeneration == rs.Generation && s.Replicas == replicas && s.FullyLabeledReplicas == fully &&
@@ -304,7 +261,7 @@ func TestReplicaSetScaleDownOrder(t *testing.T) {
 	running := func(ready bool, restarts int32) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodRunning
-			setReady(p, ready, readySince)
+			ctltest.SetReady(p, ready, readySince)
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "busybox", Ready: ready, RestartCount: restarts,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(readySince)}}}}
 		}
@@ -486,7 +443,7 @@ func TestReplicaSetStatus(t *testing.T) {
 
 	since := e.clock.Now()
 	for name := range e.owned(rs) {
-		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; setReady(p, true, since) })
+		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; ctltest.SetReady(p, true, since) })
 	}
 	e.eventually("3 ready, none available yet (minReadySeconds 10)", func() bool {
 		return rsStatusIs(e.getRS("web"), 3, 2, 3, 0)
@@ -498,7 +455,7 @@ func TestReplicaSetStatus(t *testing.T) {
 	e.mutateRS("web", func(rs *appsv1.ReplicaSet) { rs.Annotations = map[string]string{"touch": "1"} })
 	e.eventually("3 available", func() bool { return rsStatusIs(e.getRS("web"), 3, 2, 3, 3) })
 
-	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, false, e.clock.Now()) })
+	e.podStatus("partial", func(p *corev1.Pod) { ctltest.SetReady(p, false, e.clock.Now()) })
 	e.eventually("a pod turning unready counts", func() bool { return rsStatusIs(e.getRS("web"), 3, 2, 2, 2) })
 
 	// observedGeneration follows a change of the spec.
@@ -523,7 +480,7 @@ func TestReplicaSetStatus(t *testing.T) {
 	for name := range e.owned(rs) {
 		e.mutatePod(name, func(p *corev1.Pod) { p.Annotations = map[string]string{"x": "y"} })
 	}
-	e.podStatus("partial", func(p *corev1.Pod) { setReady(p, true, e.clock.Now().Add(-time.Minute)) })
+	e.podStatus("partial", func(p *corev1.Pod) { ctltest.SetReady(p, true, e.clock.Now().Add(-time.Minute)) })
 	select {
 	case ev := <-events:
 		got, ok := ev.Object.(*appsv1.ReplicaSet)
@@ -543,7 +500,7 @@ func TestReplicaSetStatusTimerMakesPodsAvailable(t *testing.T) {
 	rs := e.createRS("web", spec)
 	e.eventually("1 pod", func() bool { return len(e.owned(rs)) == 1 })
 	for name := range e.owned(rs) {
-		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; setReady(p, true, e.clock.Now()) })
+		e.podStatus(name, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; ctltest.SetReady(p, true, e.clock.Now()) })
 	}
 	e.eventually("ready, not available", func() bool { return rsStatusIs(e.getRS("web"), 1, 1, 1, 0) })
 	// The controller looks again when minReadySeconds have passed.
@@ -633,7 +590,7 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 	pod := func(name string, f func(p *corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(0)},
 			Spec: corev1.PodSpec{NodeName: "n-" + name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-		setReady(p, true, at(10).Time)
+		ctltest.SetReady(p, true, at(10).Time)
 		if f != nil {
 			f(p)
 		}
@@ -644,11 +601,11 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 		pod("unscheduled", func(p *corev1.Pod) { p.Spec.NodeName = ""; p.CreationTimestamp = at(-5) }),
 		pod("pending", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
 		pod("unknown", func(p *corev1.Pod) { p.Status.Phase = corev1.PodUnknown }),
-		pod("unready", func(p *corev1.Pod) { setReady(p, false, at(10).Time) }),
+		pod("unready", func(p *corev1.Pod) { ctltest.SetReady(p, false, at(10).Time) }),
 		pod("cheap", func(p *corev1.Pod) { p.Annotations = map[string]string{kit.DeletionCost: "-5"} }),
 		pod("doubled-1", func(p *corev1.Pod) { p.Spec.NodeName = "shared" }),
 		pod("doubled-2", func(p *corev1.Pod) { p.Spec.NodeName = "shared"; p.CreationTimestamp = at(-1) }),
-		pod("ready-recently", func(p *corev1.Pod) { setReady(p, true, at(20).Time) }),
+		pod("ready-recently", func(p *corev1.Pod) { ctltest.SetReady(p, true, at(20).Time) }),
 		pod("restarts", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: 1}, {Name: "d", RestartCount: 4}}
 		}),
@@ -675,30 +632,5 @@ func TestReplicaSetDeleteOrder(t *testing.T) {
 	}
 	if v := rsVictims(pods, len(pods)); len(v) != len(pods) {
 		t.Errorf("deleting all: %d victims", len(v))
-	}
-}
-
-func TestReplicaSetSlowStart(t *testing.T) {
-	var calls atomic.Int32
-	n, err := kit.SlowStart(10, func() error { calls.Add(1); return nil })
-	if n != 10 || err != nil || calls.Load() != 10 {
-		t.Fatalf("all succeed: %d, %v, %d calls", n, err, calls.Load())
-	}
-	calls.Store(0)
-	boom := errors.New("boom")
-	var mu sync.Mutex
-	n, err = kit.SlowStart(10, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if calls.Add(1) == 5 { // in the third batch (calls 4–7)
-			return boom
-		}
-		return nil
-	})
-	if n != 6 || !errors.Is(err, boom) || calls.Load() != 7 {
-		t.Fatalf("failure in the third batch: %d created, err %v, %d calls; want 6, boom, 7", n, err, calls.Load())
-	}
-	if n, err := kit.SlowStart(0, func() error { t.Fatal("called"); return nil }); n != 0 || err != nil {
-		t.Fatalf("nothing to do: %d, %v", n, err)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package daemonset
 
 import (
 	"encoding/json"

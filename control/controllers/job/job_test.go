@@ -1,4 +1,4 @@
-package controllers
+package job
 
 import (
 	"fmt"
@@ -16,22 +16,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/ctltest"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/printers"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// The Job tests run without nodes: the test plays the node agent by
-// setting the phase of the pods.
+// The Job tests run the controller on a ctltest.Workload without nodes:
+// the test plays the node agent by setting the phase of the pods.
 
-// newJobEnv is a wlEnv whose Job controller backs off failed pods from
-// backoff.
-func newJobEnv(t *testing.T, backoff time.Duration) *wlEnv {
-	return newWLEnv(t, func(c Controller) {
-		if j, ok := c.(*jobs); ok {
-			j.backoffBase = backoff
-		}
-	})
+type jobEnv struct {
+	*ctltest.Workload
+	jobRes *registry.Resource
+}
+
+// newJobEnv starts the Job controller, reporting its syncs and backing
+// off failed pods from backoff, on a Workload.
+func newJobEnv(t *testing.T, backoff time.Duration) *jobEnv {
+	t.Helper()
+	w := ctltest.NewWorkload(t)
+	e := &jobEnv{Workload: w, jobRes: kit.MustLookup(w.Store, batchv1.SchemeGroupVersion.WithResource("jobs"))}
+	c := New(w.Store, w.Log, w.Events.Recorder("job-controller"))
+	c.backoffBase = backoff
+	c.synced = w.Synced
+	w.Run(t, c)
+	return e
 }
 
 func jobTestJob(name string, change func(*batchv1.Job)) *batchv1.Job {
@@ -44,56 +53,56 @@ func jobTestJob(name string, change func(*batchv1.Job)) *batchv1.Job {
 	return j
 }
 
-func (e *wlEnv) createJob(j *batchv1.Job) *batchv1.Job {
-	e.t.Helper()
-	out, err := e.s.Create(e.ctx, e.jobRes, "default", j, registry.WriteOptions{})
+func (e *jobEnv) createJob(j *batchv1.Job) *batchv1.Job {
+	e.T.Helper()
+	out, err := e.Store.Create(e.Ctx, e.jobRes, "default", j, registry.WriteOptions{})
 	if err != nil {
-		e.t.Fatalf("create Job %s: %v", j.Name, err)
+		e.T.Fatalf("create Job %s: %v", j.Name, err)
 	}
 	return out.(*batchv1.Job)
 }
 
-func (e *wlEnv) getJob(name string) (*batchv1.Job, bool) {
-	e.t.Helper()
-	obj, err := e.s.Get(e.ctx, e.jobRes, "default", name, metav1.GetOptions{})
+func (e *jobEnv) getJob(name string) (*batchv1.Job, bool) {
+	e.T.Helper()
+	obj, err := e.Store.Get(e.Ctx, e.jobRes, "default", name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
 	if err != nil {
-		e.t.Fatalf("get Job %s: %v", name, err)
+		e.T.Fatalf("get Job %s: %v", name, err)
 	}
 	return obj.(*batchv1.Job), true
 }
 
-func (e *wlEnv) job(name string) *batchv1.Job {
-	e.t.Helper()
+func (e *jobEnv) job(name string) *batchv1.Job {
+	e.T.Helper()
 	j, ok := e.getJob(name)
 	if !ok {
-		e.t.Fatalf("Job %s is gone", name)
+		e.T.Fatalf("Job %s is gone", name)
 	}
 	return j
 }
 
-func (e *wlEnv) mutateJob(name string, change func(*batchv1.Job)) {
-	e.t.Helper()
-	if _, err := e.s.Mutate(e.ctx, e.jobRes, "default", name, "", func(o runtime.Object) error {
+func (e *jobEnv) mutateJob(name string, change func(*batchv1.Job)) {
+	e.T.Helper()
+	if _, err := e.Store.Mutate(e.Ctx, e.jobRes, "default", name, "", func(o runtime.Object) error {
 		change(o.(*batchv1.Job))
 		return nil
 	}); err != nil {
-		e.t.Fatalf("update Job %s: %v", name, err)
+		e.T.Fatalf("update Job %s: %v", name, err)
 	}
 }
 
-func (e *wlEnv) settleJob(name string) {
-	e.t.Helper()
-	e.settle(e.jbSynced, "default/"+name, e.poke(e.jobRes, name))
+func (e *jobEnv) settleJob(name string) {
+	e.T.Helper()
+	e.Settle("default/"+name, e.jobRes, name)
 }
 
 // jobPods returns the pods j controls: all, and the active ones, oldest
 // first.
-func (e *wlEnv) jobPods(j *batchv1.Job) (all, active []*corev1.Pod) {
-	e.t.Helper()
-	for _, p := range e.podList() {
+func (e *jobEnv) jobPods(j *batchv1.Job) (all, active []*corev1.Pod) {
+	e.T.Helper()
+	for _, p := range e.PodList() {
 		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != j.UID {
 			continue
 		}
@@ -107,11 +116,11 @@ func (e *wlEnv) jobPods(j *batchv1.Job) (all, active []*corev1.Pod) {
 }
 
 // finish ends a pod as its node agent would: phase, not ready since now.
-func (e *wlEnv) finish(p *corev1.Pod, phase corev1.PodPhase) {
-	e.t.Helper()
-	e.podStatus(p, func(p *corev1.Pod) {
+func (e *jobEnv) finish(p *corev1.Pod, phase corev1.PodPhase) {
+	e.T.Helper()
+	e.PodStatus(p, func(p *corev1.Pod) {
 		p.Status.Phase = phase
-		setReady(p, false, time.Now())
+		ctltest.SetReady(p, false, time.Now())
 	})
 }
 
@@ -137,21 +146,21 @@ func jobRow(t *testing.T, j *batchv1.Job) (completions, status string) {
 // settled: nothing left uncounted nor active, no pod with the finalizer,
 // and the counters equal to the pods that finished (when they are all
 // still stored).
-func (e *wlEnv) jobCounted(j *batchv1.Job, succeeded, failed int32) {
-	e.t.Helper()
+func (e *jobEnv) jobCounted(j *batchv1.Job, succeeded, failed int32) {
+	e.T.Helper()
 	st := j.Status
 	if u := st.UncountedTerminatedPods; u == nil || len(u.Succeeded)+len(u.Failed) > 0 {
-		e.t.Errorf("uncountedTerminatedPods %+v, want empty", u)
+		e.T.Errorf("uncountedTerminatedPods %+v, want empty", u)
 	}
 	if st.Succeeded != succeeded || st.Failed != failed || st.Active != 0 || st.Ready == nil || *st.Ready != 0 ||
 		st.Terminating == nil || *st.Terminating != 0 {
-		e.t.Errorf("status succeeded %d failed %d active %d ready %v terminating %v; want %d, %d, 0, 0, 0",
+		e.T.Errorf("status succeeded %d failed %d active %d ready %v terminating %v; want %d, %d, 0, 0, 0",
 			st.Succeeded, st.Failed, st.Active, st.Ready, st.Terminating, succeeded, failed)
 	}
 	all, _ := e.jobPods(j)
 	for _, p := range all {
 		if jobHasFinalizer(p) {
-			e.t.Errorf("pod %s still has the tracking finalizer", p.Name)
+			e.T.Errorf("pod %s still has the tracking finalizer", p.Name)
 		}
 	}
 }
@@ -164,13 +173,15 @@ func TestJobRunsToCompletion(t *testing.T) {
 		running     []int  // pods active before each success
 		completions string // the COMPLETIONS column at the end
 	}{
-		{"completions 3, parallelism 2", func(j *batchv1.Job) { j.Spec.Completions, j.Spec.Parallelism = wlPtr(int32(3)), wlPtr(int32(2)) },
+		{"completions 3, parallelism 2", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ctltest.Ptr(int32(3)), ctltest.Ptr(int32(2))
+		},
 			3, []int{2, 2, 1}, "3/3"},
 		{"Indexed, completions 3, parallelism 2", func(j *batchv1.Job) {
-			j.Spec.Completions, j.Spec.Parallelism = wlPtr(int32(3)), wlPtr(int32(2))
-			j.Spec.CompletionMode = wlPtr(batchv1.IndexedCompletion)
+			j.Spec.Completions, j.Spec.Parallelism = ctltest.Ptr(int32(3)), ctltest.Ptr(int32(2))
+			j.Spec.CompletionMode = ctltest.Ptr(batchv1.IndexedCompletion)
 		}, 3, []int{2, 2, 1}, "3/3"},
-		{"work queue: parallelism 2, no completions", func(j *batchv1.Job) { j.Spec.Parallelism = wlPtr(int32(2)) },
+		{"work queue: parallelism 2, no completions", func(j *batchv1.Job) { j.Spec.Parallelism = ctltest.Ptr(int32(2)) },
 			2, []int{2, 1}, "2/1 of 2"},
 		{"defaults: one pod", nil, 1, []int{1}, "1/1"},
 	}
@@ -180,7 +191,7 @@ func TestJobRunsToCompletion(t *testing.T) {
 			j := e.createJob(jobTestJob("work", tc.change))
 			for i, n := range tc.running {
 				var active []*corev1.Pod
-				e.eventually(fmt.Sprintf("step %d: %d active pods counted", i, n), func() bool {
+				e.Eventually(fmt.Sprintf("step %d: %d active pods counted", i, n), func() bool {
 					_, active = e.jobPods(j)
 					cur := e.job("work")
 					return len(active) == n && cur.Status.Active == int32(n) && cur.Status.StartTime != nil
@@ -190,18 +201,18 @@ func TestJobRunsToCompletion(t *testing.T) {
 					t.Fatalf("step %d: %d active pods, want %d", i, len(again), n)
 				}
 				if i == 0 {
-					e.podStatus(active[0], func(p *corev1.Pod) {
+					e.PodStatus(active[0], func(p *corev1.Pod) {
 						p.Status.Phase = corev1.PodRunning
-						setReady(p, true, time.Now())
+						ctltest.SetReady(p, true, time.Now())
 					})
-					e.eventually("the ready pod is counted", func() bool {
+					e.Eventually("the ready pod is counted", func() bool {
 						r := e.job("work").Status.Ready
 						return r != nil && *r == 1
 					})
 				}
 				e.finish(active[0], corev1.PodSucceeded)
 			}
-			e.eventually("Complete", func() bool { return jobCondition(e.job("work"), batchv1.JobComplete) != nil })
+			e.Eventually("Complete", func() bool { return jobCondition(e.job("work"), batchv1.JobComplete) != nil })
 			e.settleJob("work")
 			cur := e.job("work")
 			want := []string{"SuccessCriteriaMet=True/CompletionsReached", "Complete=True/CompletionsReached"}
@@ -217,7 +228,7 @@ func TestJobRunsToCompletion(t *testing.T) {
 				t.Errorf("completionTime %v, startTime %v", ct, cur.Status.StartTime)
 			}
 			e.jobCounted(cur, int32(len(tc.running)), 0)
-			e.eventually("Event Completed", func() bool { return e.hasEvent("Job", "work", corev1.EventTypeNormal, "Completed", "Job completed") })
+			e.Eventually("Event Completed", func() bool { return e.HasEvent("Job", "work", corev1.EventTypeNormal, "Completed", "Job completed") })
 			all, _ := e.jobPods(j)
 			if len(all) != tc.created {
 				t.Errorf("%d pods made, want %d", len(all), tc.created)
@@ -257,52 +268,52 @@ func TestJobFails(t *testing.T) {
 		name   string
 		change func(*batchv1.Job)
 		// act makes the Job fail, given its active pods.
-		act          func(e *wlEnv, active []*corev1.Pod)
+		act          func(e *jobEnv, active []*corev1.Pod)
 		reason       string
 		failed       int32
 		minStartTime time.Duration // the failure is at least this long after startTime
 	}{
-		{"backoffLimit 1: the second failed pod", func(j *batchv1.Job) { j.Spec.BackoffLimit = wlPtr(int32(1)) },
-			func(e *wlEnv, active []*corev1.Pod) {
+		{"backoffLimit 1: the second failed pod", func(j *batchv1.Job) { j.Spec.BackoffLimit = ctltest.Ptr(int32(1)) },
+			func(e *jobEnv, active []*corev1.Pod) {
 				e.finish(active[0], corev1.PodFailed)
 				var next []*corev1.Pod
-				e.eventually("a replacement", func() bool {
+				e.Eventually("a replacement", func() bool {
 					_, next = e.jobPods(e.job("work"))
 					return len(next) == 1 && next[0].UID != active[0].UID
 				})
 				e.finish(next[0], corev1.PodFailed)
 			}, batchv1.JobReasonBackoffLimitExceeded, 2, 0},
-		{"backoffLimit 0: a pod deleted before it finished counts as failed", func(j *batchv1.Job) { j.Spec.BackoffLimit = wlPtr(int32(0)) },
-			func(e *wlEnv, active []*corev1.Pod) {
-				if _, _, err := e.s.Delete(e.ctx, e.pods, "default", active[0].Name, metav1.DeleteOptions{}); err != nil {
-					e.t.Fatal(err)
+		{"backoffLimit 0: a pod deleted before it finished counts as failed", func(j *batchv1.Job) { j.Spec.BackoffLimit = ctltest.Ptr(int32(0)) },
+			func(e *jobEnv, active []*corev1.Pod) {
+				if _, _, err := e.Store.Delete(e.Ctx, e.Pods, "default", active[0].Name, metav1.DeleteOptions{}); err != nil {
+					e.T.Fatal(err)
 				}
 			}, batchv1.JobReasonBackoffLimitExceeded, 1, 0},
 		{"restartPolicy OnFailure: container restarts reach backoffLimit 2", func(j *batchv1.Job) {
-			j.Spec.BackoffLimit = wlPtr(int32(2))
+			j.Spec.BackoffLimit = ctltest.Ptr(int32(2))
 			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-		}, func(e *wlEnv, active []*corev1.Pod) {
-			e.podStatus(active[0], func(p *corev1.Pod) {
+		}, func(e *jobEnv, active []*corev1.Pod) {
+			e.PodStatus(active[0], func(p *corev1.Pod) {
 				p.Status.Phase = corev1.PodRunning
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", Image: "busybox", RestartCount: 2}}
 			})
 		}, batchv1.JobReasonBackoffLimitExceeded, 1, 0},
 		{"activeDeadlineSeconds 1: both running pods fail", func(j *batchv1.Job) {
-			j.Spec.ActiveDeadlineSeconds = wlPtr(int64(1))
-			j.Spec.Parallelism, j.Spec.Completions = wlPtr(int32(2)), wlPtr(int32(4))
-		}, func(*wlEnv, []*corev1.Pod) {}, batchv1.JobReasonDeadlineExceeded, 2, time.Second},
+			j.Spec.ActiveDeadlineSeconds = ctltest.Ptr(int64(1))
+			j.Spec.Parallelism, j.Spec.Completions = ctltest.Ptr(int32(2)), ctltest.Ptr(int32(4))
+		}, func(*jobEnv, []*corev1.Pod) {}, batchv1.JobReasonDeadlineExceeded, 2, time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newJobEnv(t, 10*time.Millisecond)
 			j := e.createJob(jobTestJob("work", tc.change))
 			var active []*corev1.Pod
-			e.eventually("pods run", func() bool {
+			e.Eventually("pods run", func() bool {
 				_, active = e.jobPods(j)
 				return len(active) == int(*j.Spec.Parallelism)
 			})
 			tc.act(e, active)
-			e.eventually("Failed", func() bool { return jobCondition(e.job("work"), batchv1.JobFailed) != nil })
+			e.Eventually("Failed", func() bool { return jobCondition(e.job("work"), batchv1.JobFailed) != nil })
 			e.settleJob("work")
 			cur := e.job("work")
 			want := []string{"FailureTarget=True/" + tc.reason, "Failed=True/" + tc.reason}
@@ -315,7 +326,7 @@ func TestJobFails(t *testing.T) {
 			if failed.Message != msg {
 				t.Errorf("Failed message %q, want %q", failed.Message, msg)
 			}
-			e.eventually("Event "+tc.reason, func() bool { return e.hasEvent("Job", "work", corev1.EventTypeWarning, tc.reason, msg) })
+			e.Eventually("Event "+tc.reason, func() bool { return e.HasEvent("Job", "work", corev1.EventTypeWarning, tc.reason, msg) })
 			if d := failed.LastTransitionTime.Sub(cur.Status.StartTime.Time); d < tc.minStartTime {
 				t.Errorf("failed %v after it started, want at least %v", d, tc.minStartTime)
 			}
@@ -339,33 +350,33 @@ func TestJobPodFailureBackoff(t *testing.T) {
 	e := newJobEnv(t, 2*time.Second)
 	j := e.createJob(jobTestJob("work", nil))
 	var active []*corev1.Pod
-	e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+	e.Eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
 	e.finish(active[0], corev1.PodFailed)
 	failedAt := kit.ReadyCondition(e.podByUID(active[0].UID)).LastTransitionTime
 	var next []*corev1.Pod
-	e.eventually("a replacement", func() bool { _, next = e.jobPods(j); return len(next) == 1 })
+	e.Eventually("a replacement", func() bool { _, next = e.jobPods(j); return len(next) == 1 })
 	if d := next[0].CreationTimestamp.Sub(failedAt.Time); d < 2*time.Second {
 		t.Errorf("replaced %v after the failure, want at least the 2s backoff", d)
 	}
-	e.eventually("the failure is counted", func() bool { return e.job("work").Status.Failed == 1 })
+	e.Eventually("the failure is counted", func() bool { return e.job("work").Status.Failed == 1 })
 }
 
-func (e *wlEnv) podByUID(uid types.UID) *corev1.Pod {
-	e.t.Helper()
-	for _, p := range e.podList() {
+func (e *jobEnv) podByUID(uid types.UID) *corev1.Pod {
+	e.T.Helper()
+	for _, p := range e.PodList() {
 		if p.UID == uid {
 			return p
 		}
 	}
-	e.t.Fatalf("no pod %s", uid)
+	e.T.Fatalf("no pod %s", uid)
 	return nil
 }
 
 func TestJobSuspend(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
 	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
-		j.Spec.Suspend = wlPtr(true)
-		j.Spec.Parallelism, j.Spec.Completions = wlPtr(int32(2)), wlPtr(int32(2))
+		j.Spec.Suspend = ctltest.Ptr(true)
+		j.Spec.Parallelism, j.Spec.Completions = ctltest.Ptr(int32(2)), ctltest.Ptr(int32(2))
 	}))
 	suspended := func(status corev1.ConditionStatus, reason, msg string) func() bool {
 		return func() bool {
@@ -377,7 +388,7 @@ func TestJobSuspend(t *testing.T) {
 			return false
 		}
 	}
-	e.eventually("Suspended", suspended(corev1.ConditionTrue, "JobSuspended", "Job suspended"))
+	e.Eventually("Suspended", suspended(corev1.ConditionTrue, "JobSuspended", "Job suspended"))
 	e.settleJob("work")
 	if all, _ := e.jobPods(j); len(all) != 0 {
 		t.Fatalf("a suspended Job made %d pods", len(all))
@@ -389,14 +400,14 @@ func TestJobSuspend(t *testing.T) {
 		t.Errorf("kubectl get jobs STATUS %q, want Suspended", status)
 	}
 
-	e.mutateJob("work", func(j *batchv1.Job) { j.Spec.Suspend = wlPtr(false) })
-	e.eventually("resumed with 2 pods", func() bool {
+	e.mutateJob("work", func(j *batchv1.Job) { j.Spec.Suspend = ctltest.Ptr(false) })
+	e.Eventually("resumed with 2 pods", func() bool {
 		_, active := e.jobPods(j)
 		return len(active) == 2 && suspended(corev1.ConditionFalse, "JobResumed", "Job resumed")() && e.job("work").Status.StartTime != nil
 	})
 
-	e.mutateJob("work", func(j *batchv1.Job) { j.Spec.Suspend = wlPtr(true) })
-	e.eventually("suspended again, its pods gone", func() bool {
+	e.mutateJob("work", func(j *batchv1.Job) { j.Spec.Suspend = ctltest.Ptr(true) })
+	e.Eventually("suspended again, its pods gone", func() bool {
 		all, _ := e.jobPods(j)
 		cur := e.job("work")
 		return len(all) == 0 && suspended(corev1.ConditionTrue, "JobSuspended", "Job suspended")() && cur.Status.Active == 0
@@ -411,23 +422,23 @@ func TestJobTTLAfterFinished(t *testing.T) {
 	for _, ttl := range []int32{0, 2} {
 		t.Run(fmt.Sprintf("ttl %ds", ttl), func(t *testing.T) {
 			e := newJobEnv(t, 10*time.Millisecond)
-			j := e.createJob(jobTestJob("work", func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = wlPtr(ttl) }))
+			j := e.createJob(jobTestJob("work", func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ctltest.Ptr(ttl) }))
 			var active []*corev1.Pod
-			e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+			e.Eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
 			e.finish(active[0], corev1.PodSucceeded)
 			var done *batchv1.Job
-			e.eventually("Complete", func() bool {
+			e.Eventually("Complete", func() bool {
 				cur, ok := e.getJob("work")
 				if ok && jobFinished(cur) {
 					done = cur
 				}
 				return done != nil
 			})
-			e.eventually("the Job is deleted", func() bool { _, ok := e.getJob("work"); return !ok })
+			e.Eventually("the Job is deleted", func() bool { _, ok := e.getJob("work"); return !ok })
 			if d := time.Since(jobCondition(done, batchv1.JobComplete).LastTransitionTime.Time); d < time.Duration(ttl)*time.Second {
 				t.Errorf("deleted %v after it finished, before its TTL of %ds", d, ttl)
 			}
-			e.eventually("its pods are gone", func() bool { all, _ := e.jobPods(j); return len(all) == 0 })
+			e.Eventually("its pods are gone", func() bool { all, _ := e.jobPods(j); return len(all) == 0 })
 		})
 	}
 }
@@ -435,24 +446,24 @@ func TestJobTTLAfterFinished(t *testing.T) {
 // Pods keep the tracking finalizer only while a Job counts them.
 func TestJobFinalizerOfOrphans(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
-	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) { j.Spec.Parallelism = wlPtr(int32(2)) }))
-	e.eventually("2 pods with the finalizer", func() bool {
+	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) { j.Spec.Parallelism = ctltest.Ptr(int32(2)) }))
+	e.Eventually("2 pods with the finalizer", func() bool {
 		_, active := e.jobPods(j)
 		return len(active) == 2 && jobHasFinalizer(active[0]) && jobHasFinalizer(active[1])
 	})
 	// A pod with the finalizer that no Job controls loses it (and stays).
-	if _, err := e.s.Create(e.ctx, e.pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Finalizers: []string{batchv1.JobTrackingFinalizer}},
+	if _, err := e.Store.Create(e.Ctx, e.Pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Finalizers: []string{batchv1.JobTrackingFinalizer}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The Job is deleted: the garbage collector deletes its pods, which
 	// then lose the finalizer and go.
-	if _, _, err := e.s.Delete(e.ctx, e.jobRes, "default", "work", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Store.Delete(e.Ctx, e.jobRes, "default", "work", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the Job's pods are gone", func() bool { all, _ := e.jobPods(j); return len(all) == 0 })
-	e.eventually("the stray pod loses the finalizer", func() bool {
-		for _, p := range e.podList() {
+	e.Eventually("the Job's pods are gone", func() bool { all, _ := e.jobPods(j); return len(all) == 0 })
+	e.Eventually("the stray pod loses the finalizer", func() bool {
+		for _, p := range e.PodList() {
 			if p.Name == "stray" {
 				return len(p.Finalizers) == 0 && p.DeletionTimestamp == nil
 			}
@@ -494,7 +505,7 @@ func TestJobNextBackoff(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(sec int) *corev1.Pod {
 		p := &corev1.Pod{}
-		setReady(p, false, t0.Add(time.Duration(sec)*time.Second))
+		ctltest.SetReady(p, false, t0.Add(time.Duration(sec)*time.Second))
 		return p
 	}
 	cases := []struct {
@@ -549,10 +560,10 @@ func TestJobIndexes(t *testing.T) {
 // exit ends a pod as its node agent would once its one container exited
 // with code: Succeeded for 0, else Failed; conds are added to its
 // conditions (a DisruptionTarget, say).
-func (e *wlEnv) exit(p *corev1.Pod, code int32, conds ...corev1.PodCondition) {
-	e.t.Helper()
+func (e *jobEnv) exit(p *corev1.Pod, code int32, conds ...corev1.PodCondition) {
+	e.T.Helper()
 	now := time.Now()
-	e.podStatus(p, func(p *corev1.Pod) {
+	e.PodStatus(p, func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodFailed
 		if code == 0 {
 			p.Status.Phase = corev1.PodSucceeded
@@ -560,13 +571,13 @@ func (e *wlEnv) exit(p *corev1.Pod, code int32, conds ...corev1.PodCondition) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", Image: "busybox", State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(now)}}}}
 		p.Status.Conditions = append(p.Status.Conditions, conds...)
-		setReady(p, false, now)
+		ctltest.SetReady(p, false, now)
 	})
 }
 
 // jobIndexPods returns the pods of j by completion index, oldest first.
-func (e *wlEnv) jobIndexPods(j *batchv1.Job) map[int][]*corev1.Pod {
-	e.t.Helper()
+func (e *jobEnv) jobIndexPods(j *batchv1.Job) map[int][]*corev1.Pod {
+	e.T.Helper()
 	all, _ := e.jobPods(j)
 	slices.SortStableFunc(all, kit.OldestFirst)
 	out := map[int][]*corev1.Pod{}
@@ -578,10 +589,10 @@ func (e *wlEnv) jobIndexPods(j *batchv1.Job) map[int][]*corev1.Pod {
 
 // awaitIndex waits for an active pod of index ix other than the pods of
 // not, and returns it.
-func (e *wlEnv) awaitIndex(j *batchv1.Job, ix int, not ...*corev1.Pod) *corev1.Pod {
-	e.t.Helper()
+func (e *jobEnv) awaitIndex(j *batchv1.Job, ix int, not ...*corev1.Pod) *corev1.Pod {
+	e.T.Helper()
 	var found *corev1.Pod
-	e.eventually(fmt.Sprintf("an active pod of index %d", ix), func() bool {
+	e.Eventually(fmt.Sprintf("an active pod of index %d", ix), func() bool {
 		_, active := e.jobPods(j)
 		for _, p := range active {
 			if jobIndex(p) == ix && !slices.ContainsFunc(not, func(o *corev1.Pod) bool { return o.UID == p.UID }) {
@@ -596,8 +607,8 @@ func (e *wlEnv) awaitIndex(j *batchv1.Job, ix int, not ...*corev1.Pod) *corev1.P
 
 func jobIndexedTest(completions, parallelism int32) func(*batchv1.Job) {
 	return func(j *batchv1.Job) {
-		j.Spec.Completions, j.Spec.Parallelism = wlPtr(completions), wlPtr(parallelism)
-		j.Spec.CompletionMode = wlPtr(batchv1.IndexedCompletion)
+		j.Spec.Completions, j.Spec.Parallelism = ctltest.Ptr(completions), ctltest.Ptr(parallelism)
+		j.Spec.CompletionMode = ctltest.Ptr(batchv1.IndexedCompletion)
 	}
 }
 
@@ -607,17 +618,17 @@ func jobExitRule(action batchv1.PodFailurePolicyAction, op batchv1.PodFailurePol
 
 // settleFinished waits for the Job to be Complete or Failed, settles it and
 // returns it.
-func (e *wlEnv) settleFinished(name string) *batchv1.Job {
-	e.t.Helper()
-	e.eventually("Job "+name+" finished", func() bool { return jobFinished(e.job(name)) })
+func (e *jobEnv) settleFinished(name string) *batchv1.Job {
+	e.T.Helper()
+	e.Eventually("Job "+name+" finished", func() bool { return jobFinished(e.job(name)) })
 	e.settleJob(name)
 	return e.job(name)
 }
 
-func (e *wlEnv) wantConditions(j *batchv1.Job, want ...string) {
-	e.t.Helper()
+func (e *jobEnv) wantConditions(j *batchv1.Job, want ...string) {
+	e.T.Helper()
 	if got := jobConditions(j); !slices.Equal(got, want) {
-		e.t.Errorf("conditions %v, want %v", got, want)
+		e.T.Errorf("conditions %v, want %v", got, want)
 	}
 }
 
@@ -626,7 +637,7 @@ func (e *wlEnv) wantConditions(j *batchv1.Job, want ...string) {
 func TestJobPodFailurePolicyFailJob(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
 	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
-		j.Spec.Completions, j.Spec.Parallelism = wlPtr(int32(4)), wlPtr(int32(2))
+		j.Spec.Completions, j.Spec.Parallelism = ctltest.Ptr(int32(4)), ctltest.Ptr(int32(2))
 		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 			jobExitRule(batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyOnExitCodesOpIn, 7),
 			jobExitRule(batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyOnExitCodesOpIn, 42),
@@ -636,7 +647,7 @@ func TestJobPodFailurePolicyFailJob(t *testing.T) {
 		t.Fatalf("podReplacementPolicy %v, want the default Failed", p)
 	}
 	var active []*corev1.Pod
-	e.eventually("2 pods", func() bool { _, active = e.jobPods(j); return len(active) == 2 })
+	e.Eventually("2 pods", func() bool { _, active = e.jobPods(j); return len(active) == 2 })
 	e.exit(active[0], 42)
 	cur := e.settleFinished("work")
 	e.wantConditions(cur, "FailureTarget=True/PodFailurePolicy", "Failed=True/PodFailurePolicy")
@@ -646,7 +657,7 @@ func TestJobPodFailurePolicyFailJob(t *testing.T) {
 			t.Errorf("condition %s message %q, want %q", c.Type, c.Message, msg)
 		}
 	}
-	e.eventually("Event PodFailurePolicy", func() bool { return e.hasEvent("Job", "work", corev1.EventTypeWarning, "PodFailurePolicy", msg) })
+	e.Eventually("Event PodFailurePolicy", func() bool { return e.HasEvent("Job", "work", corev1.EventTypeWarning, "PodFailurePolicy", msg) })
 	// The pod left running was deleted, and counted as failed.
 	e.jobCounted(cur, 0, 2)
 	if all, _ := e.jobPods(j); len(all) != 1 {
@@ -663,23 +674,23 @@ func TestJobPodFailurePolicyIgnore(t *testing.T) {
 		name string
 		rule batchv1.PodFailurePolicyRule
 		// fail makes the first pod fail as the rule matches.
-		fail func(e *wlEnv, j *batchv1.Job, p *corev1.Pod)
+		fail func(e *jobEnv, j *batchv1.Job, p *corev1.Pod)
 	}{
 		{"exit code 42", jobExitRule(batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyOnExitCodesOpIn, 42),
-			func(e *wlEnv, _ *batchv1.Job, p *corev1.Pod) { e.exit(p, 42) }},
+			func(e *jobEnv, _ *batchv1.Job, p *corev1.Pod) { e.exit(p, 42) }},
 		{"DisruptionTarget, after an eviction", batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
 			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
-			func(e *wlEnv, j *batchv1.Job, p *corev1.Pod) {
-				if _, _, err := e.s.Delete(e.ctx, e.pods, "default", p.Name, metav1.DeleteOptions{}); err != nil {
-					e.t.Fatal(err)
+			func(e *jobEnv, j *batchv1.Job, p *corev1.Pod) {
+				if _, _, err := e.Store.Delete(e.Ctx, e.Pods, "default", p.Name, metav1.DeleteOptions{}); err != nil {
+					e.T.Fatal(err)
 				}
-				e.eventually("the pod is terminating", func() bool {
+				e.Eventually("the pod is terminating", func() bool {
 					t := e.job("work").Status.Terminating
 					return t != nil && *t == 1
 				})
 				e.settleJob("work")
 				if all, _ := e.jobPods(j); len(all) != 1 {
-					e.t.Fatalf("%d pods while the deleted one has not failed, want 1", len(all))
+					e.T.Fatalf("%d pods while the deleted one has not failed, want 1", len(all))
 				}
 				e.exit(p, 137, disruption)
 			}},
@@ -688,14 +699,14 @@ func TestJobPodFailurePolicyIgnore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newJobEnv(t, 10*time.Millisecond)
 			j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
-				j.Spec.BackoffLimit = wlPtr(int32(0))
+				j.Spec.BackoffLimit = ctltest.Ptr(int32(0))
 				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{tc.rule}}
 			}))
 			var active []*corev1.Pod
-			e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+			e.Eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
 			first := active[0]
 			tc.fail(e, j, first)
-			e.eventually("a replacement", func() bool {
+			e.Eventually("a replacement", func() bool {
 				_, active = e.jobPods(j)
 				return len(active) == 1 && active[0].UID != first.UID
 			})
@@ -710,11 +721,11 @@ func TestJobPodFailurePolicyIgnore(t *testing.T) {
 	t.Run("no match: counted", func(t *testing.T) {
 		e := newJobEnv(t, 10*time.Millisecond)
 		j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
-			j.Spec.BackoffLimit = wlPtr(int32(0))
+			j.Spec.BackoffLimit = ctltest.Ptr(int32(0))
 			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{cases[0].rule}}
 		}))
 		var active []*corev1.Pod
-		e.eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
+		e.Eventually("a pod", func() bool { _, active = e.jobPods(j); return len(active) == 1 })
 		e.exit(active[0], 1)
 		cur := e.settleFinished("work")
 		e.wantConditions(cur, "FailureTarget=True/BackoffLimitExceeded", "Failed=True/BackoffLimitExceeded")
@@ -729,7 +740,7 @@ func TestJobPodFailurePolicyFailIndex(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
 	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
 		jobIndexedTest(3, 3)(j)
-		j.Spec.BackoffLimitPerIndex = wlPtr(int32(2))
+		j.Spec.BackoffLimitPerIndex = ctltest.Ptr(int32(2))
 		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 			jobExitRule(batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyOnExitCodesOpIn, 3),
 		}}
@@ -742,7 +753,7 @@ func TestJobPodFailurePolicyFailIndex(t *testing.T) {
 		pods[ix] = e.awaitIndex(j, ix)
 	}
 	e.exit(pods[1], 3)
-	e.eventually("index 1 failed", func() bool {
+	e.Eventually("index 1 failed", func() bool {
 		f := e.job("work").Status.FailedIndexes
 		return f != nil && *f == "1"
 	})
@@ -769,10 +780,10 @@ func TestJobBackoffLimitPerIndex(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
 	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
 		jobIndexedTest(3, 2)(j)
-		j.Spec.BackoffLimitPerIndex = wlPtr(int32(1))
+		j.Spec.BackoffLimitPerIndex = ctltest.Ptr(int32(1))
 	}))
 	p0, p1 := e.awaitIndex(j, 0), e.awaitIndex(j, 1)
-	e.eventually("failedIndexes set, empty", func() bool {
+	e.Eventually("failedIndexes set, empty", func() bool {
 		f := e.job("work").Status.FailedIndexes
 		return f != nil && *f == ""
 	})
@@ -785,7 +796,7 @@ func TestJobBackoffLimitPerIndex(t *testing.T) {
 		t.Errorf("failedIndexes %v after one failure of index 1, want empty", f)
 	}
 	e.exit(retry, 1)
-	e.eventually("index 1 failed", func() bool {
+	e.Eventually("index 1 failed", func() bool {
 		f := e.job("work").Status.FailedIndexes
 		return f != nil && *f == "1"
 	})
@@ -820,8 +831,8 @@ func TestJobMaxFailedIndexes(t *testing.T) {
 	e := newJobEnv(t, 10*time.Millisecond)
 	j := e.createJob(jobTestJob("work", func(j *batchv1.Job) {
 		jobIndexedTest(4, 1)(j)
-		j.Spec.BackoffLimitPerIndex = wlPtr(int32(0))
-		j.Spec.MaxFailedIndexes = wlPtr(int32(1))
+		j.Spec.BackoffLimitPerIndex = ctltest.Ptr(int32(0))
+		j.Spec.MaxFailedIndexes = ctltest.Ptr(int32(1))
 	}))
 	e.exit(e.awaitIndex(j, 0), 1)
 	e.exit(e.awaitIndex(j, 1), 1)
@@ -848,31 +859,31 @@ func TestJobSuccessPolicy(t *testing.T) {
 		// run finishes pods of the Job (all 5 indexes start) so that the
 		// policy is met, returning the indexes that succeeded and how
 		// many pods failed.
-		run       func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32)
+		run       func(e *jobEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32)
 		message   string
 		completed string
 	}{
 		{"succeededIndexes", batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
-			{SucceededIndexes: wlPtr("1-3"), SucceededCount: wlPtr(int32(3))},
-			{SucceededIndexes: wlPtr("0,2")},
-		}}, func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
+			{SucceededIndexes: ctltest.Ptr("1-3"), SucceededCount: ctltest.Ptr(int32(3))},
+			{SucceededIndexes: ctltest.Ptr("0,2")},
+		}}, func(e *jobEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
 			e.exit(pods[2], 0)
 			e.exit(pods[3], 0)
 			e.settleJob("work")
 			if jobFinished(e.job("work")) || jobCondition(e.job("work"), batchv1.JobSuccessCriteriaMet) != nil {
-				e.t.Fatal("the policy is met before index 0 succeeded")
+				e.T.Fatal("the policy is met before index 0 succeeded")
 			}
 			e.exit(pods[0], 0)
 			return "0,2,3", 0
 		}, "Matched rules at index 1", "0,2,3"},
-		{"succeededCount", batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: wlPtr(int32(2))}}},
-			func(e *wlEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
+		{"succeededCount", batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ctltest.Ptr(int32(2))}}},
+			func(e *jobEnv, j *batchv1.Job, pods map[int]*corev1.Pod) (string, int32) {
 				e.exit(pods[1], 1)
-				e.eventually("the failure is counted", func() bool { return e.job("work").Status.Failed == 1 })
+				e.Eventually("the failure is counted", func() bool { return e.job("work").Status.Failed == 1 })
 				e.exit(pods[4], 0)
 				e.settleJob("work")
 				if jobCondition(e.job("work"), batchv1.JobSuccessCriteriaMet) != nil {
-					e.t.Fatal("the policy is met after one success")
+					e.T.Fatal("the policy is met after one success")
 				}
 				e.exit(pods[2], 0)
 				return "2,4", 1
@@ -905,7 +916,7 @@ func TestJobSuccessPolicy(t *testing.T) {
 			if _, active := e.jobPods(j); len(active) != 0 {
 				t.Errorf("%d pods still active", len(active))
 			}
-			e.eventually("Event Completed", func() bool { return e.hasEvent("Job", "work", corev1.EventTypeNormal, "Completed", "Job completed") })
+			e.Eventually("Event Completed", func() bool { return e.HasEvent("Job", "work", corev1.EventTypeNormal, "Completed", "Job completed") })
 		})
 	}
 }
@@ -988,13 +999,13 @@ func TestJobMeetsSuccessPolicy(t *testing.T) {
 		want      string // "" if not met
 	}{
 		{"no policy", nil, []int{0, 1, 2}, ""},
-		{"nothing succeeded", rules(batchv1.SuccessPolicyRule{SucceededCount: wlPtr(int32(0))}), nil, ""},
-		{"indexes all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("0,2-3")}), []int{0, 2, 3}, "Matched rules at index 0"},
-		{"indexes not all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("0,2-3")}), []int{0, 1, 2, 4}, ""},
-		{"enough of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("1-5"), SucceededCount: wlPtr(int32(2))}), []int{0, 3, 5}, "Matched rules at index 0"},
-		{"too few of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("1-5"), SucceededCount: wlPtr(int32(2))}), []int{0, 3, 6}, ""},
-		{"indexes beyond completions", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("8-9")}), []int{0}, ""},
-		{"count", rules(batchv1.SuccessPolicyRule{SucceededIndexes: wlPtr("5")}, batchv1.SuccessPolicyRule{SucceededCount: wlPtr(int32(2))}),
+		{"nothing succeeded", rules(batchv1.SuccessPolicyRule{SucceededCount: ctltest.Ptr(int32(0))}), nil, ""},
+		{"indexes all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("0,2-3")}), []int{0, 2, 3}, "Matched rules at index 0"},
+		{"indexes not all succeeded", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("0,2-3")}), []int{0, 1, 2, 4}, ""},
+		{"enough of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("1-5"), SucceededCount: ctltest.Ptr(int32(2))}), []int{0, 3, 5}, "Matched rules at index 0"},
+		{"too few of the indexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("1-5"), SucceededCount: ctltest.Ptr(int32(2))}), []int{0, 3, 6}, ""},
+		{"indexes beyond completions", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("8-9")}), []int{0}, ""},
+		{"count", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ctltest.Ptr("5")}, batchv1.SuccessPolicyRule{SucceededCount: ctltest.Ptr(int32(2))}),
 			[]int{1, 7}, "Matched rules at index 1"},
 	}
 	for _, tc := range cases {

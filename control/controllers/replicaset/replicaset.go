@@ -1,4 +1,5 @@
-package controllers
+// Package replicaset is the ReplicaSet controller.
+package replicaset
 
 import (
 	"context"
@@ -27,7 +28,7 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// replicaSets keeps the pods of every apps/v1 ReplicaSet at its replica
+// Controller keeps the pods of every apps/v1 ReplicaSet at its replica
 // count, as Kubernetes' ReplicaSet controller:
 //   - the pods of a ReplicaSet are the active pods (not terminating, not
 //     Succeeded or Failed) of its namespace that it controls; matching
@@ -45,7 +46,7 @@ import (
 // It watches ReplicaSets and pods and reconciles ReplicaSets from a work
 // queue (one worker per key at a time), every ReplicaSet again every
 // rsResync.
-type replicaSets struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 	// events records SuccessfulCreate, FailedCreate, SuccessfulDelete and
@@ -56,7 +57,13 @@ type replicaSets struct {
 	now func() time.Time
 }
 
-func (c *replicaSets) Name() string { return "replicaset" }
+// New returns the ReplicaSet controller, recording its Events with rec.
+func New(store *registry.Store, log *slog.Logger, rec *events.Recorder) *Controller {
+	return &Controller{store: store, log: log, events: rec}
+}
+
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "replicaset" }
 
 const (
 	// rsResync is how often every ReplicaSet is reconciled again.
@@ -75,15 +82,16 @@ var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // rsRun is the state of one Run (one term of leadership).
 type rsRun struct {
-	*replicaSets
+	*Controller
 	now   func() time.Time
 	rsRes *registry.Resource
 	pods  *registry.Resource
 	queue *kit.Queue
 }
 
-func (c *replicaSets) Run(ctx context.Context) {
-	r := &rsRun{replicaSets: c, now: c.now,
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
+	r := &rsRun{Controller: c, now: c.now,
 		rsRes: kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
 		pods:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		queue: kit.NewQueue(rsRetryBase, rsRetryMax)}
@@ -96,79 +104,49 @@ func (c *replicaSets) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// rsInfo is what the event loop remembers of a ReplicaSet: enough to find
-// the ReplicaSets an orphan pod matches.
-type rsInfo struct {
-	uid      types.UID
-	selector labels.Selector
-}
-
 // watch follows ReplicaSets and pods and queues the ReplicaSets they
 // concern, until ctx ends. A watch that ends is opened again; its first
 // events are then the current objects.
 func (r *rsRun) watch(ctx context.Context) {
-	sets := map[string]rsInfo{}         // ReplicaSets by namespace/name
-	owners := map[string]types.UID{}    // pods' controller (a ReplicaSet's UID) by namespace/name
-	ownerKeys := map[types.UID]string{} // and that ReplicaSet's key
+	sets := kit.NewCache[*appsv1.ReplicaSet]()
+	pods := kit.NewCache[*corev1.Pod]()
 	queueAll := func() {
-		for key := range sets {
+		for _, key := range sets.Keys() {
+			r.queue.Add(key)
+		}
+	}
+	queueUID := func(uid types.UID) {
+		if key, ok := sets.KeyOfUID(uid); ok {
 			r.queue.Add(key)
 		}
 	}
 	loop := kit.Loop{Store: r.store, Log: r.log, Name: "replicaset controller", Resync: queueAll, ResyncEvery: rsResync}
 	loop.Run(ctx,
-		kit.WatchOf(r.rsRes, func() {
-			clear(sets)
-			clear(ownerKeys)
-		}, func(typ watch.EventType, rs *appsv1.ReplicaSet) {
-			key := rs.Namespace + "/" + rs.Name
-			if typ == watch.Deleted {
-				delete(sets, key)
-				delete(ownerKeys, rs.UID)
-				return
+		sets.Watch(r.rsRes, nil, func(typ watch.EventType, _, rs *appsv1.ReplicaSet) {
+			if typ != watch.Deleted {
+				r.queue.Add(kit.Key(rs))
 			}
-			sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-			if err != nil {
-				sel = labels.Nothing()
-			}
-			sets[key] = rsInfo{uid: rs.UID, selector: sel}
-			ownerKeys[rs.UID] = key
-			r.queue.Add(key)
 		}),
-		kit.WatchOf(r.pods, func() {
-			clear(owners)
-			// Pods deleted while the watch was away are noticed by a
-			// reconcile of every ReplicaSet.
-			queueAll()
-		}, func(typ watch.EventType, pod *corev1.Pod) {
-			key := pod.Namespace + "/" + pod.Name
+		// Pods deleted while the watch was away are noticed by a reconcile
+		// of every ReplicaSet.
+		pods.Watch(r.pods, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
 			// A ReplicaSet that controlled the pod before this change hears
 			// of it (its pod was taken, or released by someone else).
-			prev, hadOwner := owners[key]
 			cur := rsControllerUID(pod)
-			if hadOwner && prev != cur {
-				if k, ok := ownerKeys[prev]; ok {
-					r.queue.Add(k)
+			if old != nil {
+				if prev := rsControllerUID(old); prev != "" && prev != cur {
+					queueUID(prev)
 				}
-			}
-			if typ == watch.Deleted {
-				delete(owners, key)
-			} else if cur != "" {
-				owners[key] = cur
-			} else {
-				delete(owners, key)
 			}
 			switch {
 			case cur != "":
-				if k, ok := ownerKeys[cur]; ok {
-					r.queue.Add(k)
-				}
+				queueUID(cur)
 			case metav1.GetControllerOf(pod) == nil && typ != watch.Deleted:
 				// An orphan: every ReplicaSet it matches may adopt it.
 				set := labels.Set(pod.Labels)
-				for k, info := range sets {
-					if strings.HasPrefix(k, pod.Namespace+"/") && info.selector.Matches(set) {
-						r.queue.Add(k)
+				for _, rs := range sets.List(pod.Namespace) {
+					if sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector); err == nil && sel.Matches(set) {
+						r.queue.Add(kit.Key(rs))
 					}
 				}
 			}

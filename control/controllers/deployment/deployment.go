@@ -1,4 +1,5 @@
-package controllers
+// Package deployment is the Deployment controller.
+package deployment
 
 import (
 	"context"
@@ -21,14 +22,14 @@ import (
 	"github.com/isle-cluster/isle/control/registry"
 )
 
-// deploymentController rolls Deployments out through ReplicaSets, as
+// Controller rolls Deployments out through ReplicaSets, as
 // Kubernetes' Deployment controller does for apps/v1: one ReplicaSet per
 // pod template (named <deployment>-<pod-template-hash>), revisions in
 // annotations, the RollingUpdate and Recreate strategies, pausing,
 // revision history pruning, and the status and conditions that
 // `kubectl rollout status` reads. The ReplicaSet controller runs the pods;
 // this one only sizes the ReplicaSets and reads their status.
-type deploymentController struct {
+type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
 	// events records ScalingReplicaSet and ReplicaSetCreateError Events.
@@ -44,13 +45,19 @@ type deploymentController struct {
 	synced func(key string, rev int64)
 
 	dRes, rsRes, podRes *registry.Resource
+	// deployments and replicaSets follow the watches of a Run.
+	deployments *kit.Cache[*appsv1.Deployment]
+	replicaSets *kit.Cache[*appsv1.ReplicaSet]
 }
 
-func newDeploymentController(store *registry.Store, log *slog.Logger, events *events.Recorder) *deploymentController {
-	return &deploymentController{store: store, log: log, events: events, now: time.Now, resync: deployResync, workers: 2}
+// New returns the Deployment controller, recording its Events with
+// events.
+func New(store *registry.Store, log *slog.Logger, events *events.Recorder) *Controller {
+	return &Controller{store: store, log: log, events: events, now: time.Now, resync: deployResync, workers: 2}
 }
 
-func (c *deploymentController) Name() string { return "deployment" }
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "deployment" }
 
 const (
 	deployResync = 30 * time.Second
@@ -62,20 +69,23 @@ const (
 	deployReasonScaling = "ScalingReplicaSet"
 )
 
-func (c *deploymentController) Run(ctx context.Context) {
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
 	c.dRes = kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("deployments"))
 	c.rsRes = kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets"))
 	c.podRes = kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods"))
+	c.deployments = kit.NewCache[*appsv1.Deployment]()
+	c.replicaSets = kit.NewCache[*appsv1.ReplicaSet]()
 	q := kit.NewQueue(deployRetryMin, deployRetryMax)
-	loop := kit.Loop{Store: c.store, Log: c.log, Name: "deployment controller", ResyncEvery: c.resync, Resync: func() { c.resyncAll(ctx, q) }}
+	loop := kit.Loop{Store: c.store, Log: c.log, Name: "deployment controller", ResyncEvery: c.resync, Resync: func() { c.resyncAll(q) }}
 	// Pods matter only when they go (Recreate waits for the old ones).
-	pods := kit.WatchOf(c.podRes, nil, func(typ watch.EventType, pod *corev1.Pod) { c.onPod(ctx, q, typ, pod) })
+	pods := kit.WatchOf(c.podRes, nil, func(typ watch.EventType, pod *corev1.Pod) { c.onPod(q, typ, pod) })
 	pods.ChangesOnly = true
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		loop.Run(ctx,
-			kit.WatchOf(c.dRes, nil, func(typ watch.EventType, d *appsv1.Deployment) { c.onDeployment(q, typ, d) }),
-			kit.WatchOf(c.rsRes, nil, func(typ watch.EventType, rs *appsv1.ReplicaSet) { c.onReplicaSet(ctx, q, typ, rs) }),
+			c.deployments.Watch(c.dRes, nil, func(typ watch.EventType, _, d *appsv1.Deployment) { c.onDeployment(q, typ, d) }),
+			c.replicaSets.Watch(c.rsRes, nil, func(typ watch.EventType, _, rs *appsv1.ReplicaSet) { c.onReplicaSet(q, typ, rs) }),
 			pods)
 	})
 	kit.RunWorkers(ctx, max(c.workers, 1), q, func(key string) { c.work(ctx, q, key) })
@@ -83,20 +93,15 @@ func (c *deploymentController) Run(ctx context.Context) {
 }
 
 // resyncAll queues every Deployment.
-func (c *deploymentController) resyncAll(ctx context.Context, q *kit.Queue) {
-	list, err := c.store.List(ctx, c.dRes, "", metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return
-	}
-	for i := range list.(*appsv1.DeploymentList).Items {
-		d := &list.(*appsv1.DeploymentList).Items[i]
-		q.Add(deployKey(d.Namespace, d.Name))
+func (c *Controller) resyncAll(q *kit.Queue) {
+	for _, key := range c.deployments.Keys() {
+		q.Add(key)
 	}
 }
 
 func deployKey(ns, name string) string { return ns + "/" + name }
 
-func (c *deploymentController) onDeployment(q *kit.Queue, typ watch.EventType, d *appsv1.Deployment) {
+func (c *Controller) onDeployment(q *kit.Queue, typ watch.EventType, d *appsv1.Deployment) {
 	if typ == watch.Deleted {
 		return // the garbage collector deletes its ReplicaSets
 	}
@@ -116,7 +121,7 @@ func deployOwner(obj metav1.Object) (string, bool) {
 	return ref.Name, true
 }
 
-func (c *deploymentController) onReplicaSet(ctx context.Context, q *kit.Queue, typ watch.EventType, rs *appsv1.ReplicaSet) {
+func (c *Controller) onReplicaSet(q *kit.Queue, typ watch.EventType, rs *appsv1.ReplicaSet) {
 	if metav1.GetControllerOf(rs) != nil {
 		if name, ok := deployOwner(rs); ok {
 			q.Add(deployKey(rs.Namespace, name))
@@ -127,12 +132,7 @@ func (c *deploymentController) onReplicaSet(ctx context.Context, q *kit.Queue, t
 		return
 	}
 	// An orphan: the Deployments that select it may adopt it.
-	list, err := c.store.List(ctx, c.dRes, rs.Namespace, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return
-	}
-	for i := range list.(*appsv1.DeploymentList).Items {
-		d := &list.(*appsv1.DeploymentList).Items[i]
+	for _, d := range c.deployments.List(rs.Namespace) {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
 			q.Add(deployKey(d.Namespace, d.Name))
@@ -142,7 +142,7 @@ func (c *deploymentController) onReplicaSet(ctx context.Context, q *kit.Queue, t
 
 // onPod wakes a Recreate Deployment when a pod of one of its ReplicaSets
 // goes: it waits for the old pods to be gone before it starts new ones.
-func (c *deploymentController) onPod(ctx context.Context, q *kit.Queue, typ watch.EventType, pod *corev1.Pod) {
+func (c *Controller) onPod(q *kit.Queue, typ watch.EventType, pod *corev1.Pod) {
 	if typ != watch.Deleted {
 		return
 	}
@@ -150,23 +150,21 @@ func (c *deploymentController) onPod(ctx context.Context, q *kit.Queue, typ watc
 	if ref == nil || ref.Kind != "ReplicaSet" {
 		return
 	}
-	obj, err := c.store.Get(ctx, c.rsRes, pod.Namespace, ref.Name, metav1.GetOptions{ResourceVersion: "0"})
-	if err != nil {
+	rs, ok := c.replicaSets.Get(pod.Namespace + "/" + ref.Name)
+	if !ok {
 		return
 	}
-	rs := obj.(*appsv1.ReplicaSet)
 	name, ok := deployOwner(rs)
 	if !ok || rs.UID != ref.UID {
 		return
 	}
-	dobj, err := c.store.Get(ctx, c.dRes, pod.Namespace, name, metav1.GetOptions{ResourceVersion: "0"})
-	if err == nil && dobj.(*appsv1.Deployment).Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+	if d, ok := c.deployments.Get(deployKey(pod.Namespace, name)); ok && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		q.Add(deployKey(pod.Namespace, name))
 	}
 }
 
 // work syncs one queued Deployment.
-func (c *deploymentController) work(ctx context.Context, q *kit.Queue, key string) {
+func (c *Controller) work(ctx context.Context, q *kit.Queue, key string) {
 	rev := c.store.Revision()
 	after, err := c.syncKey(ctx, key)
 	switch {
@@ -189,7 +187,7 @@ func (c *deploymentController) work(ctx context.Context, q *kit.Queue, key strin
 	}
 }
 
-func (c *deploymentController) syncKey(ctx context.Context, key string) (time.Duration, error) {
+func (c *Controller) syncKey(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, _ := strings.Cut(key, "/")
 	obj, err := c.store.Get(ctx, c.dRes, ns, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
