@@ -28,6 +28,7 @@ import (
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/events"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/pki"
@@ -299,13 +300,12 @@ func Run(ctx context.Context, cfg Config) error {
 			}()
 		}
 		bootstrapObjects(ctx, store, id, cfg.Agent.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
+		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM),
+			controllers.WithNodeLifecycle(gossipLiveness{g}, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR})}
 		if l := cfg.Agent.LEDs; l != nil {
 			opts = append(opts, controllers.WithActivity(l.Activity))
 		}
-		table := append(controllers.Table(store, log, opts...),
-			controllers.NewNodeLifecycle(store, gossipLiveness{g}, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.Agent.ClusterCIDR}, log.With("controller", "nodelifecycle")))
-		controllers.RunAll(ctx, table, log)
+		controllers.RunAll(ctx, controllers.Table(store, log, opts...), log)
 	})
 	go func() {
 		cred, err := nodeCredential(runCtx, cfg, node, id, gossipKey)

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -239,20 +239,20 @@ type gossipLiveness struct{ g *gossip.Gossip }
 
 func (l gossipLiveness) Changed() <-chan struct{} { return l.g.Changed() }
 
-func (l gossipLiveness) Boards() []controllers.Board {
+func (l gossipLiveness) Boards() []nodelifecycle.Board {
 	members := l.g.Members()
-	out := make([]controllers.Board, 0, len(members))
+	out := make([]nodelifecycle.Board, 0, len(members))
 	for _, m := range members {
-		st := controllers.BoardAlive
+		st := nodelifecycle.BoardAlive
 		switch m.State {
 		case gossip.Suspect:
-			st = controllers.BoardSuspect
+			st = nodelifecycle.BoardSuspect
 		case gossip.Dead:
-			st = controllers.BoardDead
+			st = nodelifecycle.BoardDead
 		case gossip.Left:
-			st = controllers.BoardLeft
+			st = nodelifecycle.BoardLeft
 		}
-		out = append(out, controllers.Board{Name: m.Name, State: st})
+		out = append(out, nodelifecycle.Board{Name: m.Name, State: st})
 	}
 	return out
 }

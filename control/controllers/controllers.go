@@ -17,6 +17,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/job"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/controllers/namespace"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
@@ -30,6 +31,8 @@ type Option func(*tableOptions)
 
 type tableOptions struct {
 	hpa      hpa.Config
+	liveness nodelifecycle.Liveness
+	nodes    nodelifecycle.Config
 	activity func()
 	rootCA   []byte
 }
@@ -45,6 +48,12 @@ func WithHPA(cfg hpa.Config) Option {
 	return func(o *tableOptions) { o.hpa = cfg }
 }
 
+// WithNodeLifecycle runs the node lifecycle controller, which learns the
+// boards' liveness from l, as cfg says; without it the table has none.
+func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Option {
+	return func(o *tableOptions) { o.liveness, o.nodes = l, cfg }
+}
+
 // WithRootCA gives the root-CA publisher the cluster CA's certificate
 // (PEM); without it the publisher does not run.
 func WithRootCA(certPEM []byte) Option {
@@ -58,7 +67,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		opt(&o)
 	}
 	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events"), OnEvent: o.activity})
-	return []kit.Controller{
+	table := []kit.Controller{
 		ev,
 		namespace.New(store, log.With("controller", "namespace")),
 		rootca.New(store, log.With("controller", "root-ca-cert-publisher"), o.rootCA),
@@ -73,6 +82,10 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		hpa.New(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
 		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
 	}
+	if o.liveness != nil {
+		table = append(table, nodelifecycle.New(store, o.liveness, o.nodes, log.With("controller", "nodelifecycle")))
+	}
+	return table
 }
 
 // RunAll runs every controller of the table until ctx ends.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
+	"github.com/isle-cluster/isle/control/controllers/kit"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
@@ -401,4 +403,26 @@ func TestDeploymentInTable(t *testing.T) {
 		}
 	}
 	t.Fatal("no deployment controller in the table")
+}
+
+// TestTableNodeLifecycle: the node lifecycle controller is in the table,
+// last, when the table is given the boards' liveness, and not otherwise.
+func TestTableNodeLifecycle(t *testing.T) {
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
+	names := func(table []kit.Controller) []string {
+		var out []string
+		for _, c := range table {
+			out = append(out, c.Name())
+		}
+		return out
+	}
+	if got := names(controllers.Table(s, log)); slices.Contains(got, "nodelifecycle") {
+		t.Fatalf("node lifecycle controller in a table without liveness: %v", got)
+	}
+	got := names(controllers.Table(s, log, controllers.WithNodeLifecycle(&fakeLiveness{}, nodelifecycle.Config{})))
+	if got[len(got)-1] != "nodelifecycle" {
+		t.Fatalf("table %v; want the node lifecycle controller last", got)
+	}
 }

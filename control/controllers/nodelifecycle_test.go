@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -22,11 +22,11 @@ import (
 // fakeLiveness is the membership as a test sets it.
 type fakeLiveness struct {
 	mu      sync.Mutex
-	members map[string]controllers.BoardState
+	members map[string]nodelifecycle.BoardState
 	changed chan struct{}
 }
 
-func (f *fakeLiveness) set(name string, st controllers.BoardState) {
+func (f *fakeLiveness) set(name string, st nodelifecycle.BoardState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.members[name] = st
@@ -34,12 +34,12 @@ func (f *fakeLiveness) set(name string, st controllers.BoardState) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeLiveness) Boards() []controllers.Board {
+func (f *fakeLiveness) Boards() []nodelifecycle.Board {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []controllers.Board
+	var out []nodelifecycle.Board
 	for name, st := range f.members {
-		out = append(out, controllers.Board{Name: name, State: st})
+		out = append(out, nodelifecycle.Board{Name: name, State: st})
 	}
 	return out
 }
@@ -57,8 +57,8 @@ func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{Store: s, ctx: t.Context()}
-	live := &fakeLiveness{members: map[string]controllers.BoardState{}, changed: make(chan struct{})}
-	ctl := controllers.NewNodeLifecycle(s, live, controllers.NodeLifecycleConfig{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
+	live := &fakeLiveness{members: map[string]nodelifecycle.BoardState{}, changed: make(chan struct{})}
+	ctl := nodelifecycle.New(s, live, nodelifecycle.Config{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
 		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -106,7 +106,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	nodes := e.res(t, "", "v1", "nodes")
 	for _, name := range []string{"alive", "dies", "leaves", "never"} {
 		if name != "never" {
-			live.set(name, controllers.BoardAlive)
+			live.set(name, nodelifecycle.BoardAlive)
 		}
 		e.create(t, nodes, "", readyNode(name))
 	}
@@ -134,8 +134,8 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 		return true
 	})
 
-	live.set("dies", controllers.BoardDead)
-	live.set("leaves", controllers.BoardLeft)
+	live.set("dies", nodelifecycle.BoardDead)
+	live.set("leaves", nodelifecycle.BoardLeft)
 	eventually(t, "dead node unreachable", unreachable("dies", "stopped answering gossip"))
 	eventually(t, "left node unreachable", unreachable("leaves", "left the cluster"))
 	eventually(t, "node never in gossip unreachable after the grace", unreachable("never", "No board of this name"))
@@ -144,7 +144,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	}
 
 	// Back: gossip says alive, the agent posts Ready again; taints go.
-	live.set("dies", controllers.BoardAlive)
+	live.set("dies", nodelifecycle.BoardAlive)
 	time.Sleep(200 * time.Millisecond)
 	if n := e.node(t, "dies"); condition(n, corev1.NodeReady).Status != corev1.ConditionUnknown {
 		t.Fatal("the controller set Ready itself; that is the agent's")
@@ -188,8 +188,8 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	e, live := lifecycleEnv(t, time.Hour)
 	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
 	e.namespace(t, "default")
-	live.set("pi", controllers.BoardAlive)
-	live.set("other", controllers.BoardAlive)
+	live.set("pi", nodelifecycle.BoardAlive)
+	live.set("other", nodelifecycle.BoardAlive)
 	e.create(t, nodes, "", readyNode("pi"))
 	e.create(t, nodes, "", readyNode("other"))
 	secs := func(s int64) *int64 { return &s }
@@ -227,7 +227,7 @@ func TestNodeLifecycleEviction(t *testing.T) {
 		obj, there := e.exists(t, pods, "default", name)
 		return !there || obj.GetDeletionTimestamp() != nil
 	}
-	live.set("pi", controllers.BoardDead)
+	live.set("pi", nodelifecycle.BoardDead)
 	eventually(t, "evictions", func() bool { return evicted("zero-seconds") })
 	time.Sleep(300 * time.Millisecond)
 	for _, name := range []string{"an-hour", "forever", "elsewhere"} {
@@ -247,7 +247,7 @@ func TestNodeLifecyclePodGC(t *testing.T) {
 	e, live := lifecycleEnv(t, time.Hour)
 	e.namespace(t, "default")
 	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
-	live.set("pi", controllers.BoardAlive)
+	live.set("pi", nodelifecycle.BoardAlive)
 	e.create(t, nodes, "", readyNode("pi"))
 	for _, tc := range []struct{ name, node string }{{"kept", "pi"}, {"orphan", "removed-board"}, {"pending", ""}} {
 		e.create(t, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"},

@@ -1,4 +1,5 @@
-package controllers
+// Package nodelifecycle is the node lifecycle controller.
+package nodelifecycle
 
 import (
 	"context"
@@ -47,8 +48,8 @@ const (
 	BoardLeft    BoardState = "left"    // said goodbye
 )
 
-// NodeLifecycleConfig tunes the node lifecycle controller.
-type NodeLifecycleConfig struct {
+// Config tunes the node lifecycle controller.
+type Config struct {
 	// Grace is how long a Node that no board in gossip answers for keeps
 	// its status after this controller starts (a new leader must hear the
 	// gossip first). Default 40 s, Kubernetes' node-monitor-grace-period.
@@ -69,14 +70,14 @@ type NodeLifecycleConfig struct {
 // DefaultPodCIDR is the default cluster range of Pod addresses.
 var DefaultPodCIDR = netip.MustParsePrefix("10.42.0.0/16")
 
-// nodeLifecycle turns gossip liveness into Node conditions and taints,
+// Controller turns gossip liveness into Node conditions and taints,
 // evicts pods from unreachable boards after their tolerations run out, and
 // gives each Node its pod CIDR. It writes only on changes: an idle cluster
 // of healthy boards costs the store nothing.
-type nodeLifecycle struct {
+type Controller struct {
 	store    *registry.Store
 	liveness Liveness
-	cfg      NodeLifecycleConfig
+	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
 	// orphans are the UIDs of pods whose Node was missing on the last pass
@@ -84,8 +85,8 @@ type nodeLifecycle struct {
 	orphans map[string]bool
 }
 
-// NewNodeLifecycle returns the node lifecycle controller.
-func NewNodeLifecycle(store *registry.Store, liveness Liveness, cfg NodeLifecycleConfig, log *slog.Logger) kit.Controller {
+// New returns the node lifecycle controller.
+func New(store *registry.Store, liveness Liveness, cfg Config, log *slog.Logger) *Controller {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 40 * time.Second
 	}
@@ -101,10 +102,11 @@ func NewNodeLifecycle(store *registry.Store, liveness Liveness, cfg NodeLifecycl
 	if cfg.PodGC <= 0 {
 		cfg.PodGC = 20 * time.Second
 	}
-	return &nodeLifecycle{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, orphans: map[string]bool{}}
+	return &Controller{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, orphans: map[string]bool{}}
 }
 
-func (c *nodeLifecycle) Name() string { return "nodelifecycle" }
+// Name is the controller's name in the table.
+func (c *Controller) Name() string { return "nodelifecycle" }
 
 var (
 	nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
@@ -120,7 +122,8 @@ const (
 	conditionsReason = "isle agent stopped posting node status."
 )
 
-func (c *nodeLifecycle) Run(ctx context.Context) {
+// Run reconciles until ctx ends (when this member stops leading).
+func (c *Controller) Run(ctx context.Context) {
 	nodes, _ := c.store.Resources().Lookup(nodesGVR)
 	pods, _ := c.store.Resources().Lookup(podsGVR)
 	started := c.now()
@@ -146,7 +149,7 @@ func (c *nodeLifecycle) Run(ctx context.Context) {
 // (a board removed with isle member remove, or kubectl delete node), as
 // Kubernetes' pod garbage collector does: no agent is left to finish them,
 // and their controllers make them again elsewhere.
-func (c *nodeLifecycle) collectOrphans(ctx context.Context, nodes, pods *registry.Resource) {
+func (c *Controller) collectOrphans(ctx context.Context, nodes, pods *registry.Resource) {
 	nl, err := c.store.List(ctx, nodes, "", metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return
@@ -177,7 +180,7 @@ func (c *nodeLifecycle) collectOrphans(ctx context.Context, nodes, pods *registr
 	c.orphans = seen
 }
 
-func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource, started time.Time) {
+func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, started time.Time) {
 	list, err := c.store.List(ctx, nodes, "", metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		c.log.Warn("nodelifecycle: list nodes", "err", err)
@@ -226,7 +229,7 @@ func (c *nodeLifecycle) sync(ctx context.Context, nodes, pods *registry.Resource
 
 // markUnknown sets every condition of the Node to Unknown, as Kubernetes'
 // node lifecycle controller does when the kubelet stops posting status.
-func (c *nodeLifecycle) markUnknown(ctx context.Context, nodes *registry.Resource, name, msg string, now time.Time) *corev1.Node {
+func (c *Controller) markUnknown(ctx context.Context, nodes *registry.Resource, name, msg string, now time.Time) *corev1.Node {
 	obj, err := c.store.Mutate(ctx, nodes, "", name, "status", func(obj runtime.Object) error {
 		n := obj.(*corev1.Node)
 		t := metav1.NewTime(now)
@@ -262,7 +265,7 @@ func (c *nodeLifecycle) markUnknown(ctx context.Context, nodes *registry.Resourc
 // False, as Kubernetes does: their containers may be running, but nobody
 // can reach them, so Services stop sending them traffic and controllers
 // stop counting them as available.
-func (c *nodeLifecycle) markPodsNotReady(ctx context.Context, pods *registry.Resource, node string, now time.Time) {
+func (c *Controller) markPodsNotReady(ctx context.Context, pods *registry.Resource, node string, now time.Time) {
 	list, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		c.log.Warn("nodelifecycle: list the pods of a lost node", "node", node, "err", err)
@@ -309,7 +312,7 @@ func wantTaints(n *corev1.Node) string {
 	return ""
 }
 
-func (c *nodeLifecycle) syncTaints(ctx context.Context, nodes *registry.Resource, n *corev1.Node, now time.Time) {
+func (c *Controller) syncTaints(ctx context.Context, nodes *registry.Resource, n *corev1.Node, now time.Time) {
 	want := wantTaints(n)
 	if taintsMatch(n.Spec.Taints, want) {
 		return
@@ -357,7 +360,7 @@ func hasTaint(ts []corev1.Taint, key string, effect corev1.TaintEffect) bool {
 }
 
 // assignPodCIDR gives the Node the first free block of the pod range.
-func (c *nodeLifecycle) assignPodCIDR(ctx context.Context, nodes *registry.Resource, name string, used map[netip.Prefix]bool) {
+func (c *Controller) assignPodCIDR(ctx context.Context, nodes *registry.Resource, name string, used map[netip.Prefix]bool) {
 	block, ok := freeBlock(c.cfg.PodCIDR, c.cfg.PodCIDRBits, used)
 	if !ok {
 		c.log.Error("nodelifecycle: the pod range is full; node gets no pod CIDR", "node", name, "range", c.cfg.PodCIDR)
@@ -409,7 +412,7 @@ func freeBlock(r netip.Prefix, bits int, used map[netip.Prefix]bool) (netip.Pref
 // evict deletes pods bound to Nodes with NoExecute taints they do not
 // tolerate, at once or when their tolerationSeconds have run out, so their
 // controllers make them again on other boards.
-func (c *nodeLifecycle) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, now time.Time) {
+func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, now time.Time) {
 	tainted := map[string][]corev1.Taint{}
 	for i := range nodes {
 		for _, t := range nodes[i].Spec.Taints {

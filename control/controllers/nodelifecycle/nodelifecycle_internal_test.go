@@ -1,4 +1,4 @@
-package controllers
+package nodelifecycle
 
 import (
 	"net/netip"
