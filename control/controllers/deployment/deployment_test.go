@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +24,6 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
 // The Deployment controller's tests run it alone on an in-process store:
@@ -52,20 +49,15 @@ type deployEnv struct {
 // resync interval (0: the default).
 func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 	t.Helper()
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
+	env := ctltest.New(t, nil)
+	s := env.Store
 	e := &deployEnv{Store: s, t: t, ctx: t.Context(), clock: kit.NewTestClock(time.Now().Truncate(time.Second)),
 		synced: map[string]int64{}}
 	e.dRes = kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("deployments"))
 	e.rsRes = kit.MustLookup(s, appsv1.SchemeGroupVersion.WithResource("replicasets"))
 	e.podRes = kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("pods"))
-	nsRes := kit.MustLookup(s, corev1.SchemeGroupVersion.WithResource("namespaces"))
-	if _, err := s.Create(e.ctx, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
-	ctrl := New(s, log, nil)
+	ctrl := New(s, env.Log, nil)
 	ctrl.now = e.clock.Now
 	if resync > 0 {
 		ctrl.resync = resync
@@ -75,20 +67,7 @@ func newDeployEnv(t *testing.T, resync time.Duration) *deployEnv {
 		defer e.mu.Unlock()
 		e.synced[key] = max(e.synced[key], rev)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctrl.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(deployWait):
-			t.Errorf("the deployment controller did not stop within %v of its context's end", deployWait)
-		}
-	})
+	ctltest.Start(t, ctrl.Run)
 	return e
 }
 

@@ -54,15 +54,23 @@ func (e *Env) Run(t *testing.T, ctls ...kit.Controller) {
 	t.Helper()
 	all := append([]kit.Controller{e.Events, gc.New(e.Store, e.Log),
 		scheduler.New(scheduler.Config{Store: e.Store, Events: e.Events.Recorder(scheduler.Name), Logger: e.Log})}, ctls...)
+	Start(t, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, c := range all {
+			wg.Go(func() { c.Run(ctx) })
+		}
+		wg.Wait()
+	})
+}
+
+// Start runs run until the test ends; the test fails if run does not
+// return within Wait of the end of its context.
+func Start(t *testing.T, run func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, c := range all {
-		wg.Go(func() { c.Run(ctx) })
-	}
 	done := make(chan struct{})
 	go func() {
-		wg.Wait()
-		close(done)
+		defer close(done)
+		run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1,9 +1,7 @@
-package controllers_test
+package hpa_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -21,9 +19,9 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
 // fakeMetrics reports the same usage for every pod, sampled now.
@@ -50,43 +48,31 @@ func (f *fakeMetrics) PodMetrics(namespace, name string, _ types.UID) (metricsv1
 		Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: f.usage.DeepCopy()}}}, true
 }
 
-// newHPAEnv is newEnv with the HPA controller reading fake metrics on a
+// env is the whole table on a store.
+type env struct{ *tabletest.Env }
+
+// newHPAEnv is the whole table with the HPA controller reading fake metrics on a
 // clock of the test's, syncing every 20 ms; and a stand-in kubelet that
 // marks every pod Running and Ready (started ten minutes before the
 // clock's time, past the CPU initialization period) once the scheduler
 // has put it on the one node.
 func newHPAEnv(t *testing.T) (*env, *fakeMetrics, *kit.TestClock) {
 	t.Helper()
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	e := &env{Store: s, ctx: t.Context()}
 	clock := kit.NewTestClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	metrics := &fakeMetrics{clock: clock}
-	table := controllers.Table(s, log, controllers.WithHPA(hpa.Config{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))
+	e := &env{tabletest.New(t, controllers.WithHPA(hpa.Config{Metrics: metrics, SyncPeriod: 20 * time.Millisecond, Now: clock.Now}))}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		controllers.RunAll(ctx, table, log)
-	}()
-	go func() {
-		defer wg.Done()
-		runPods(ctx, s, clock)
+		defer close(done)
+		runPods(ctx, e.Store, clock)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(wait):
-			t.Errorf("controllers did not stop within %v of their context's end", wait)
-		}
+		<-done
 	})
-	e.namespace(t, "default")
-	e.create(t, e.res(t, "", "v1", "nodes"), "", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pi-1"},
+	e.Namespace(t, "default")
+	e.MustCreate(t, e.Res(t, "", "v1", "nodes"), "", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pi-1"},
 		Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
 				corev1.ResourcePods: resource.MustParse("110")},
@@ -132,7 +118,7 @@ func cpuMem(cpu, mem string) corev1.ResourceList {
 // webDeployment is a Deployment of pods that request 100m CPU and 64Mi.
 func (e *env) webDeployment(t *testing.T, replicas int32) {
 	t.Helper()
-	e.create(t, e.res(t, "apps", "v1", "deployments"), "default", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+	e.MustCreate(t, e.Res(t, "apps", "v1", "deployments"), "default", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx",
@@ -141,7 +127,7 @@ func (e *env) webDeployment(t *testing.T, replicas int32) {
 
 func (e *env) replicas(t *testing.T) int32 {
 	t.Helper()
-	obj, err := e.Get(e.ctx, e.res(t, "apps", "v1", "deployments"), "default", "web", metav1.GetOptions{})
+	obj, err := e.Get(e.Ctx, e.Res(t, "apps", "v1", "deployments"), "default", "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +136,7 @@ func (e *env) replicas(t *testing.T) int32 {
 
 func (e *env) hpa(t *testing.T, name string) *autoscalingv2.HorizontalPodAutoscaler {
 	t.Helper()
-	obj, err := e.Get(e.ctx, e.res(t, "autoscaling", "v2", "horizontalpodautoscalers"), "default", name, metav1.GetOptions{})
+	obj, err := e.Get(e.Ctx, e.Res(t, "autoscaling", "v2", "horizontalpodautoscalers"), "default", name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +156,7 @@ func hpaCondition(h *autoscalingv2.HorizontalPodAutoscaler, ct autoscalingv2.Hor
 // hpaEvents lists the messages of the HPA's Events with a reason.
 func (e *env) hpaEvents(t *testing.T, name, reason string) []string {
 	t.Helper()
-	list, err := e.List(e.ctx, e.res(t, "", "v1", "events"), "default", metav1.ListOptions{
+	list, err := e.List(e.Ctx, e.Res(t, "", "v1", "events"), "default", metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil {
 		t.Fatal(err)
@@ -201,13 +187,13 @@ func cpuHPA(name string, minR, maxR, utilization int32, behavior *autoscalingv2.
 func TestHPAScalesDeployment(t *testing.T) {
 	e, metrics, clock := newHPAEnv(t)
 	e.webDeployment(t, 1)
-	hpas := e.res(t, "autoscaling", "v2", "horizontalpodautoscalers")
-	e.create(t, hpas, "default", cpuHPA("web", 1, 3, 50, nil))
+	hpas := e.Res(t, "autoscaling", "v2", "horizontalpodautoscalers")
+	e.MustCreate(t, hpas, "default", cpuHPA("web", 1, 3, 50, nil))
 
 	// 150m of 100m requested: 300% of the 50% target.
 	metrics.set(cpuMem("150m", "20Mi"))
-	eventually(t, "the Deployment is scaled to 3", func() bool { return e.replicas(t) == 3 })
-	eventually(t, "the HPA's status shows 3 replicas at 150% CPU, limited by maxReplicas", func() bool {
+	tabletest.Eventually(t, "the Deployment is scaled to 3", func() bool { return e.replicas(t) == 3 })
+	tabletest.Eventually(t, "the HPA's status shows 3 replicas at 150% CPU, limited by maxReplicas", func() bool {
 		h := e.hpa(t, "web")
 		st := h.Status
 		return st.CurrentReplicas == 3 && st.DesiredReplicas == 3 && st.LastScaleTime != nil && len(st.CurrentMetrics) == 1 &&
@@ -216,14 +202,14 @@ func TestHPAScalesDeployment(t *testing.T) {
 			hpaCondition(h, autoscalingv2.ScalingActive) == "True ValidMetricFound: the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)" &&
 			hpaCondition(h, autoscalingv2.ScalingLimited) == "True TooManyReplicas: the desired replica count is more than the maximum replica count"
 	})
-	eventually(t, "a SuccessfulRescale event", func() bool {
+	tabletest.Eventually(t, "a SuccessfulRescale event", func() bool {
 		return slices.Equal(e.hpaEvents(t, "web", "SuccessfulRescale"),
 			[]string{"New size: 3; reason: cpu resource utilization (percentage of request) above target"})
 	})
 
 	// 10m of 100m: the proposal is 1 replica, held back by the window.
 	metrics.set(cpuMem("10m", "20Mi"))
-	eventually(t, "the scale-down is stabilized", func() bool {
+	tabletest.Eventually(t, "the scale-down is stabilized", func() bool {
 		h := e.hpa(t, "web")
 		return hpaCondition(h, autoscalingv2.AbleToScale) ==
 			"True ScaleDownStabilized: recent recommendations were higher than current one, applying the highest recent recommendation" &&
@@ -233,11 +219,11 @@ func TestHPAScalesDeployment(t *testing.T) {
 		t.Fatalf("scaled to %d within the stabilization window", n)
 	}
 	clock.Advance(5*time.Minute + time.Second)
-	eventually(t, "the Deployment is scaled down to 1 after the window", func() bool { return e.replicas(t) == 1 })
-	eventually(t, "a SuccessfulRescale event for the scale-down", func() bool {
+	tabletest.Eventually(t, "the Deployment is scaled down to 1 after the window", func() bool { return e.replicas(t) == 1 })
+	tabletest.Eventually(t, "a SuccessfulRescale event for the scale-down", func() bool {
 		return slices.Contains(e.hpaEvents(t, "web", "SuccessfulRescale"), "New size: 1; reason: All metrics below target")
 	})
-	eventually(t, "the status shows the scale-down", func() bool {
+	tabletest.Eventually(t, "the status shows the scale-down", func() bool {
 		h := e.hpa(t, "web")
 		return h.Status.DesiredReplicas == 1 && h.Status.LastScaleTime.Time.Equal(clock.Now())
 	})
@@ -249,7 +235,7 @@ func TestHPABehavior(t *testing.T) {
 	e, metrics, clock := newHPAEnv(t)
 	e.webDeployment(t, 1)
 	one := int32(1)
-	e.create(t, e.res(t, "autoscaling", "v2", "horizontalpodautoscalers"), "default", &autoscalingv2.HorizontalPodAutoscaler{
+	e.MustCreate(t, e.Res(t, "autoscaling", "v2", "horizontalpodautoscalers"), "default", &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
@@ -261,8 +247,8 @@ func TestHPABehavior(t *testing.T) {
 		}})
 	// 200Mi a pod: four times the target.
 	metrics.set(cpuMem("10m", "200Mi"))
-	eventually(t, "one more replica", func() bool { return e.replicas(t) == 2 })
-	eventually(t, "the rate limit is reported", func() bool {
+	tabletest.Eventually(t, "one more replica", func() bool { return e.replicas(t) == 2 })
+	tabletest.Eventually(t, "the rate limit is reported", func() bool {
 		h := e.hpa(t, "web")
 		return hpaCondition(h, autoscalingv2.ScalingLimited) == "True ScaleUpLimit: the desired replica count is increasing faster than the maximum scale rate" &&
 			h.Status.CurrentMetrics[0].Resource.Current.AverageValue.String() == "209715200"
@@ -271,7 +257,7 @@ func TestHPABehavior(t *testing.T) {
 		t.Fatalf("%d replicas within the policy's period, want 2", n)
 	}
 	clock.Advance(61 * time.Second)
-	eventually(t, "one more replica in the next period", func() bool { return e.replicas(t) == 3 })
+	tabletest.Eventually(t, "one more replica in the next period", func() bool { return e.replicas(t) == 3 })
 	if msgs := e.hpaEvents(t, "web", "SuccessfulRescale"); !slices.Contains(msgs, "New size: 2; reason: memory resource above target") {
 		t.Errorf("events %q", msgs)
 	}
@@ -287,7 +273,7 @@ func ptrQ(s string) *resource.Quantity {
 func TestHPAConditions(t *testing.T) {
 	e, _, _ := newHPAEnv(t)
 	e.webDeployment(t, 2)
-	hpas := e.res(t, "autoscaling", "v2", "horizontalpodautoscalers")
+	hpas := e.Res(t, "autoscaling", "v2", "horizontalpodautoscalers")
 	target := func(h *autoscalingv2.HorizontalPodAutoscaler, apiVersion, kind, name string) *autoscalingv2.HorizontalPodAutoscaler {
 		h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}
 		return h
@@ -323,25 +309,25 @@ func TestHPAConditions(t *testing.T) {
 			"FailedGetPodsMetric", "Pods metrics are not supported: isle serves the resource metrics of pods (cpu and memory) only"},
 	}
 	for _, tc := range tests {
-		e.create(t, hpas, "default", tc.hpa)
+		e.MustCreate(t, hpas, "default", tc.hpa)
 	}
 	for _, tc := range tests {
 		t.Run(tc.hpa.Name, func(t *testing.T) {
-			eventually(t, "the condition", func() bool { return hpaCondition(e.hpa(t, tc.hpa.Name), tc.condition) == tc.want })
+			tabletest.Eventually(t, "the condition", func() bool { return hpaCondition(e.hpa(t, tc.hpa.Name), tc.condition) == tc.want })
 			if tc.event != "" {
-				eventually(t, "the "+tc.event+" event", func() bool { return slices.Contains(e.hpaEvents(t, tc.hpa.Name, tc.event), tc.eventWants) })
+				tabletest.Eventually(t, "the "+tc.event+" event", func() bool { return slices.Contains(e.hpaEvents(t, tc.hpa.Name, tc.event), tc.eventWants) })
 			}
 		})
 	}
 	// A Deployment scaled to zero by hand is left alone.
-	if _, err := e.Mutate(e.ctx, e.res(t, "apps", "v1", "deployments"), "default", "web", "", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, e.Res(t, "apps", "v1", "deployments"), "default", "web", "", func(obj runtime.Object) error {
 		zero := int32(0)
 		obj.(*appsv1.Deployment).Spec.Replicas = &zero
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "scaling disabled", func() bool {
+	tabletest.Eventually(t, "scaling disabled", func() bool {
 		return strings.HasPrefix(hpaCondition(e.hpa(t, "no-metrics"), autoscalingv2.ScalingActive), "False ScalingDisabled: scaling is disabled since the replica count of the target is zero")
 	})
 	if n := e.replicas(t); n != 0 {

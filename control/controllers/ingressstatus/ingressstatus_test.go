@@ -1,4 +1,4 @@
-package controllers_test
+package ingressstatus_test
 
 import (
 	"fmt"
@@ -11,33 +11,34 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 )
 
 // The Ingresses the boards serve get the Ready boards' addresses in their
 // status, kept as boards come and go; those of another class are left
 // alone.
 func TestIngressStatus(t *testing.T) {
-	e := newEnv(t)
-	e.namespace(t, "default")
-	nodes := e.res(t, "", "v1", "nodes")
-	ings := e.res(t, "networking.k8s.io", "v1", "ingresses")
-	e.create(t, e.res(t, "networking.k8s.io", "v1", "ingressclasses"), "", ingressstatus.DefaultIngressClass())
+	e := tabletest.New(t)
+	e.Namespace(t, "default")
+	nodes := e.Res(t, "", "v1", "nodes")
+	ings := e.Res(t, "networking.k8s.io", "v1", "ingresses")
+	e.MustCreate(t, e.Res(t, "networking.k8s.io", "v1", "ingressclasses"), "", ingressstatus.DefaultIngressClass())
 	for i, name := range []string{"pi2", "pi10", "pi1"} {
-		n := readyNode(name)
+		n := tabletest.ReadyNode(name)
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name},
 			{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.77.0.%d", []int{12, 20, 11}[i])}}
-		e.create(t, nodes, "", n)
+		e.MustCreate(t, nodes, "", n)
 	}
 	backend := &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "hello",
 		Port: networkingv1.ServiceBackendPort{Number: 80}}}
-	e.create(t, ings, "default", &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
+	e.MustCreate(t, ings, "default", &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
 		Spec: networkingv1.IngressSpec{DefaultBackend: backend}})
 	other := "nginx"
-	e.create(t, ings, "default", &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "theirs"},
+	e.MustCreate(t, ings, "default", &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "theirs"},
 		Spec: networkingv1.IngressSpec{IngressClassName: &other, DefaultBackend: backend}})
 
 	addrs := func(name string) []string {
-		obj, err := e.Get(e.ctx, ings, "default", name, metav1.GetOptions{})
+		obj, err := e.Get(e.Ctx, ings, "default", name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +48,11 @@ func TestIngressStatus(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "the ingress shows the three boards in address order", func() bool {
+	tabletest.Eventually(t, "the ingress shows the three boards in address order", func() bool {
 		return slices.Equal(addrs("ours"), []string{"10.77.0.11", "10.77.0.12", "10.77.0.20"})
 	})
 
-	if _, err := e.Mutate(e.ctx, nodes, "", "pi2", "status", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, nodes, "", "pi2", "status", func(obj runtime.Object) error {
 		n := obj.(*corev1.Node)
 		for i := range n.Status.Conditions {
 			if n.Status.Conditions[i].Type == corev1.NodeReady {
@@ -62,7 +63,7 @@ func TestIngressStatus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the board that is not ready leaves the addresses", func() bool {
+	tabletest.Eventually(t, "the board that is not ready leaves the addresses", func() bool {
 		return slices.Equal(addrs("ours"), []string{"10.77.0.11", "10.77.0.20"})
 	})
 	if a := addrs("theirs"); len(a) != 0 {

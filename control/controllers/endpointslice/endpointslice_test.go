@@ -1,4 +1,4 @@
-package controllers_test
+package endpointslice_test
 
 import (
 	"slices"
@@ -14,11 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
 type esEnv struct {
-	*env
+	*tabletest.Env
 	t        *testing.T
 	ns       string
 	services *registry.Resource
@@ -27,12 +28,12 @@ type esEnv struct {
 }
 
 func newESEnv(t *testing.T) *esEnv {
-	e := newEnv(t)
-	e.namespace(t, "web")
-	return &esEnv{env: e, t: t, ns: "web",
-		services: e.res(t, "", "v1", "services"),
-		pods:     e.res(t, "", "v1", "pods"),
-		slices:   e.res(t, "discovery.k8s.io", "v1", "endpointslices")}
+	e := tabletest.New(t)
+	e.Namespace(t, "web")
+	return &esEnv{Env: e, t: t, ns: "web",
+		services: e.Res(t, "", "v1", "services"),
+		pods:     e.Res(t, "", "v1", "pods"),
+		slices:   e.Res(t, "discovery.k8s.io", "v1", "endpointslices")}
 }
 
 func (e *esEnv) service(name string, selector map[string]string, change func(*corev1.Service)) *corev1.Service {
@@ -43,18 +44,18 @@ func (e *esEnv) service(name string, selector map[string]string, change func(*co
 	if change != nil {
 		change(svc)
 	}
-	return e.create(e.t, e.services, e.ns, svc).(*corev1.Service)
+	return e.MustCreate(e.t, e.services, e.ns, svc).(*corev1.Service)
 }
 
 func (e *esEnv) pod(name string, lbls map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
-	return e.create(e.t, e.pods, e.ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+	return e.MustCreate(e.t, e.pods, e.ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
 		Spec: corev1.PodSpec{NodeName: "pi-1", Containers: []corev1.Container{{Name: "c", Image: "busybox", Ports: ports}}}}).(*corev1.Pod)
 }
 
 // status sets a pod's IP and readiness.
 func (e *esEnv) status(name, ip string, ready bool) {
 	e.t.Helper()
-	_, err := e.Mutate(e.ctx, e.pods, e.ns, name, "status", func(obj runtime.Object) error {
+	_, err := e.Mutate(e.Ctx, e.pods, e.ns, name, "status", func(obj runtime.Object) error {
 		p := obj.(*corev1.Pod)
 		p.Status.Phase = corev1.PodRunning
 		p.Status.PodIP = ip
@@ -74,7 +75,7 @@ func (e *esEnv) status(name, ip string, ready bool) {
 // slicesOf lists a Service's slices as kubectl -l kubernetes.io/service-name=<name> does.
 func (e *esEnv) slicesOf(name string) []discoveryv1.EndpointSlice {
 	e.t.Helper()
-	list, err := e.List(e.ctx, e.slices, e.ns, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	list, err := e.List(e.Ctx, e.slices, e.ns, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func epCond(ep discoveryv1.Endpoint) esCond {
 // waitConds waits until a Service's endpoints are exactly want.
 func (e *esEnv) waitConds(svc string, want map[string]esCond) {
 	e.t.Helper()
-	eventually(e.t, svc+" endpoints are "+formatConds(want), func() bool {
+	tabletest.Eventually(e.t, svc+" endpoints are "+formatConds(want), func() bool {
 		eps := e.endpoints(svc)
 		if len(eps) != len(want) {
 			return false
@@ -173,11 +174,11 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	// A reconcile that changes nothing writes nothing: a no-op pod change
 	// and then a real one give exactly one write of the slice.
 	rv := e.slicesOf("hello")[0].ResourceVersion
-	events, err := e.Watch(e.ctx, e.slices, e.ns, metav1.ListOptions{ResourceVersion: rv})
+	events, err := e.Watch(e.Ctx, e.slices, e.ns, metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Mutate(e.ctx, e.pods, e.ns, "p2", "", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, e.pods, e.ns, "p2", "", func(obj runtime.Object) error {
 		obj.(*corev1.Pod).Annotations = map[string]string{"touched": "yes"}
 		return nil
 	}); err != nil {
@@ -186,7 +187,7 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	e.status("p2", "10.1.0.2", true)
 	e.waitConds("hello", map[string]esCond{"p1": {true, true, false}, "p2": {true, true, false}})
 	writes := 0
-	timeout := time.After(wait)
+	timeout := time.After(tabletest.Wait)
 	for done := false; !done; {
 		select {
 		case ev := <-events:
@@ -208,7 +209,7 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	}
 
 	// A terminating pod: not ready, serving as its readiness, terminating.
-	if _, _, err := e.Delete(e.ctx, e.pods, e.ns, "p1", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Delete(e.Ctx, e.pods, e.ns, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitConds("hello", map[string]esCond{"p1": {false, true, true}, "p2": {true, true, false}})
@@ -220,22 +221,22 @@ func TestEndpointSliceLifecycle(t *testing.T) {
 	e.waitConds("hello", map[string]esCond{"p1": {false, true, true}, "p2": {false, false, false}})
 
 	// Deleting the Service removes its slices.
-	if _, _, err := e.Delete(e.ctx, e.services, e.ns, "hello", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Delete(e.Ctx, e.services, e.ns, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "hello's slices are removed", func() bool { return len(e.slicesOf("hello")) == 0 })
+	tabletest.Eventually(t, "hello's slices are removed", func() bool { return len(e.slicesOf("hello")) == 0 })
 	if n := len(e.slicesOf("pub")); n != 1 {
 		t.Errorf("pub has %d slices, want 1", n)
 	}
 
 	// A Service that loses its selector loses its slices.
-	if _, err := e.Mutate(e.ctx, e.services, e.ns, "pub", "", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, e.services, e.ns, "pub", "", func(obj runtime.Object) error {
 		obj.(*corev1.Service).Spec.Selector = nil
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pub's slices are removed", func() bool { return len(e.slicesOf("pub")) == 0 })
+	tabletest.Eventually(t, "pub's slices are removed", func() bool { return len(e.slicesOf("pub")) == 0 })
 }
 
 func TestEndpointSliceNamedTargetPort(t *testing.T) {
@@ -256,7 +257,7 @@ func TestEndpointSliceNamedTargetPort(t *testing.T) {
 	}
 	ready := esCond{true, true, false}
 	e.waitConds("named", map[string]esCond{"a": ready, "b": ready, "c": ready, "d": ready})
-	eventually(t, "three slices, one per resolved port set", func() bool { return len(e.slicesOf("named")) == 3 })
+	tabletest.Eventually(t, "three slices, one per resolved port set", func() bool { return len(e.slicesOf("named")) == 3 })
 	for _, s := range e.slicesOf("named") {
 		var names []string
 		for _, ep := range s.Endpoints {
@@ -296,7 +297,7 @@ func TestEndpointSliceMaxEndpoints(t *testing.T) {
 		want[name] = esCond{true, true, false}
 	}
 	e.waitConds("many", want)
-	eventually(t, "two slices of at most 100 endpoints", func() bool {
+	tabletest.Eventually(t, "two slices of at most 100 endpoints", func() bool {
 		got := e.slicesOf("many")
 		if len(got) != 2 {
 			return false
@@ -315,11 +316,11 @@ func TestEndpointSliceMaxEndpoints(t *testing.T) {
 	}
 	keep, drop := got[0], got[1]
 	for _, ep := range drop.Endpoints {
-		if _, _, err := e.Delete(e.ctx, e.pods, e.ns, ep.TargetRef.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		if _, _, err := e.Delete(e.Ctx, e.pods, e.ns, ep.TargetRef.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "only the fuller slice is left", func() bool {
+	tabletest.Eventually(t, "only the fuller slice is left", func() bool {
 		got := e.slicesOf("many")
 		return len(got) == 1 && got[0].Name == keep.Name
 	})

@@ -1,4 +1,4 @@
-package controllers_test
+package volumes_test
 
 import (
 	"slices"
@@ -12,24 +12,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
 // pvEnv is a store with every controller running and namespace "default".
 type pvEnv struct {
-	*env
+	*tabletest.Env
 	t                                     *testing.T
 	pvs, pvcs, classes, nodes, pods, evts *registry.Resource
 }
 
 func newPVEnv(t *testing.T) *pvEnv {
-	e := newEnv(t)
-	e.namespace(t, "default")
-	return &pvEnv{env: e, t: t,
-		pvs: e.res(t, "", "v1", "persistentvolumes"), pvcs: e.res(t, "", "v1", "persistentvolumeclaims"),
-		classes: e.res(t, "storage.k8s.io", "v1", "storageclasses"), nodes: e.res(t, "", "v1", "nodes"),
-		pods: e.res(t, "", "v1", "pods"), evts: e.res(t, "", "v1", "events")}
+	e := tabletest.New(t)
+	e.Namespace(t, "default")
+	return &pvEnv{Env: e, t: t,
+		pvs: e.Res(t, "", "v1", "persistentvolumes"), pvcs: e.Res(t, "", "v1", "persistentvolumeclaims"),
+		classes: e.Res(t, "storage.k8s.io", "v1", "storageclasses"), nodes: e.Res(t, "", "v1", "nodes"),
+		pods: e.Res(t, "", "v1", "pods"), evts: e.Res(t, "", "v1", "events")}
 }
 
 const (
@@ -98,21 +99,21 @@ func pvClaimRef(claim string) func(*corev1.PersistentVolume) {
 }
 
 func (e *pvEnv) createPV(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
-	return e.create(e.t, e.pvs, "", pv).(*corev1.PersistentVolume)
+	return e.MustCreate(e.t, e.pvs, "", pv).(*corev1.PersistentVolume)
 }
 
 func (e *pvEnv) createPVC(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
-	return e.create(e.t, e.pvcs, "default", pvc).(*corev1.PersistentVolumeClaim)
+	return e.MustCreate(e.t, e.pvcs, "default", pvc).(*corev1.PersistentVolumeClaim)
 }
 
 func (e *pvEnv) createClass(sc *storagev1.StorageClass) {
-	e.create(e.t, e.classes, "", sc)
+	e.MustCreate(e.t, e.classes, "", sc)
 }
 
 // createNode makes a Node with a kubernetes.io/hostname label unlike its
 // name, to tell the two apart.
 func (e *pvEnv) createNode(name string) {
-	e.create(e.t, e.nodes, "", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+	e.MustCreate(e.t, e.nodes, "", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{corev1.LabelHostname: name + "-host"}}})
 }
 
@@ -128,11 +129,11 @@ func (e *pvEnv) createPod(name, node string, claims ...string) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: c,
 			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
 	}
-	e.create(e.t, e.pods, "default", pod)
+	e.MustCreate(e.t, e.pods, "default", pod)
 }
 
 func (e *pvEnv) getPV(name string) (*corev1.PersistentVolume, bool) {
-	m, ok := e.exists(e.t, e.pvs, "", name)
+	m, ok := e.Exists(e.t, e.pvs, "", name)
 	if !ok {
 		return nil, false
 	}
@@ -140,7 +141,7 @@ func (e *pvEnv) getPV(name string) (*corev1.PersistentVolume, bool) {
 }
 
 func (e *pvEnv) getPVC(name string) (*corev1.PersistentVolumeClaim, bool) {
-	m, ok := e.exists(e.t, e.pvcs, "default", name)
+	m, ok := e.Exists(e.t, e.pvcs, "default", name)
 	if !ok {
 		return nil, false
 	}
@@ -167,7 +168,7 @@ func (e *pvEnv) mustPVC(name string) *corev1.PersistentVolumeClaim {
 
 func (e *pvEnv) mutatePVC(name string, change func(*corev1.PersistentVolumeClaim)) {
 	e.t.Helper()
-	if _, err := e.Mutate(e.ctx, e.pvcs, "default", name, "", func(o runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, e.pvcs, "default", name, "", func(o runtime.Object) error {
 		change(o.(*corev1.PersistentVolumeClaim))
 		return nil
 	}); err != nil {
@@ -177,7 +178,7 @@ func (e *pvEnv) mutatePVC(name string, change func(*corev1.PersistentVolumeClaim
 
 func (e *pvEnv) mutatePV(name string, change func(*corev1.PersistentVolume)) {
 	e.t.Helper()
-	if _, err := e.Mutate(e.ctx, e.pvs, "", name, "", func(o runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, e.pvs, "", name, "", func(o runtime.Object) error {
 		change(o.(*corev1.PersistentVolume))
 		return nil
 	}); err != nil {
@@ -187,7 +188,7 @@ func (e *pvEnv) mutatePV(name string, change func(*corev1.PersistentVolume)) {
 
 func (e *pvEnv) deletePVC(name string) {
 	e.t.Helper()
-	if _, _, err := e.Delete(e.ctx, e.pvcs, "default", name, metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Delete(e.Ctx, e.pvcs, "default", name, metav1.DeleteOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -198,12 +199,12 @@ func (e *pvEnv) event(kind, name, reason, want string) *corev1.Event {
 	e.t.Helper()
 	var found *corev1.Event
 	var seen []string
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(tabletest.Wait)
 	for found == nil {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("no %s event about %s %s with %q; events: %q", reason, kind, name, want, seen)
 		}
-		list, err := e.List(e.ctx, e.evts, "default", metav1.ListOptions{})
+		list, err := e.List(e.Ctx, e.evts, "default", metav1.ListOptions{})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -227,7 +228,7 @@ func (e *pvEnv) event(kind, name, reason, want string) *corev1.Event {
 func (e *pvEnv) waitAvailable(volumes ...*corev1.PersistentVolume) {
 	e.t.Helper()
 	for _, v := range volumes {
-		eventually(e.t, "volume "+v.Name+" is Available", func() bool {
+		tabletest.Eventually(e.t, "volume "+v.Name+" is Available", func() bool {
 			pv, ok := e.getPV(v.Name)
 			return ok && pv.Status.Phase == corev1.VolumeAvailable
 		})
@@ -240,7 +241,7 @@ func (e *pvEnv) waitBound(claim, volume string) (*corev1.PersistentVolumeClaim, 
 	e.t.Helper()
 	var pvc *corev1.PersistentVolumeClaim
 	var pv *corev1.PersistentVolume
-	eventually(e.t, "claim "+claim+" and volume "+volume+" are Bound to each other", func() bool {
+	tabletest.Eventually(e.t, "claim "+claim+" and volume "+volume+" are Bound to each other", func() bool {
 		var ok1, ok2 bool
 		pvc, ok1 = e.getPVC(claim)
 		pv, ok2 = e.getPV(volume)
@@ -509,7 +510,7 @@ func TestLocalPathProvisioning(t *testing.T) {
 		e.t = t
 		e.createPVC(testPVC("orphan", "1Gi", modes(rwo), nil, onNode("pi-9")))
 		e.event("PersistentVolumeClaim", "orphan", "ProvisioningFailed", `failed to get target node: node "pi-9" not found`)
-		eventually(t, "the selected-node annotation is removed", func() bool {
+		tabletest.Eventually(t, "the selected-node annotation is removed", func() bool {
 			_, ok := e.mustPVC("orphan").Annotations["volume.kubernetes.io/selected-node"]
 			return !ok
 		})
@@ -532,7 +533,7 @@ func TestVolumeReclaim(t *testing.T) {
 		e.t = t
 		e.bindManually("keep")
 		e.deletePVC("keep")
-		eventually(t, "the volume is Released", func() bool { return e.mustPV("keep").Status.Phase == corev1.VolumeReleased })
+		tabletest.Eventually(t, "the volume is Released", func() bool { return e.mustPV("keep").Status.Phase == corev1.VolumeReleased })
 		pv := e.mustPV("keep")
 		if pv.DeletionTimestamp != nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != "keep" {
 			t.Errorf("released volume: deletionTimestamp %v claimRef %+v; want kept, still naming its claim", pv.DeletionTimestamp, pv.Spec.ClaimRef)
@@ -544,14 +545,14 @@ func TestVolumeReclaim(t *testing.T) {
 		e.createPVC(testPVC("scratch", "1Gi", modes(rwo), nil, onNode("pi-2")))
 		_, pv := e.provisioned("scratch")
 		e.deletePVC("scratch")
-		eventually(t, "the volume is being deleted, held only by the cleanup finalizer", func() bool {
+		tabletest.Eventually(t, "the volume is being deleted, held only by the cleanup finalizer", func() bool {
 			cur, ok := e.getPV(pv.Name)
 			return ok && cur.DeletionTimestamp != nil && cur.Status.Phase == corev1.VolumeReleased &&
 				slices.Equal(cur.Finalizers, []string{"isle.dev/local-path-cleanup"})
 		})
 		// The node agent removes the directory, then the finalizer.
 		e.mutatePV(pv.Name, func(v *corev1.PersistentVolume) { v.Finalizers = nil })
-		eventually(t, "the volume is gone", func() bool { _, ok := e.getPV(pv.Name); return !ok })
+		tabletest.Eventually(t, "the volume is gone", func() bool { _, ok := e.getPV(pv.Name); return !ok })
 	})
 
 	t.Run("Retain set on a provisioned volume keeps it", func(t *testing.T) {
@@ -561,11 +562,11 @@ func TestVolumeReclaim(t *testing.T) {
 		e.mutatePV(pv.Name, func(v *corev1.PersistentVolume) {
 			v.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		})
-		eventually(t, "the cleanup finalizer is dropped", func() bool {
+		tabletest.Eventually(t, "the cleanup finalizer is dropped", func() bool {
 			return !slices.Contains(e.mustPV(pv.Name).Finalizers, "isle.dev/local-path-cleanup")
 		})
 		e.deletePVC("precious")
-		eventually(t, "the volume is Released", func() bool { return e.mustPV(pv.Name).Status.Phase == corev1.VolumeReleased })
+		tabletest.Eventually(t, "the volume is Released", func() bool { return e.mustPV(pv.Name).Status.Phase == corev1.VolumeReleased })
 		if e.mustPV(pv.Name).DeletionTimestamp != nil {
 			t.Error("a retained volume is being deleted")
 		}
@@ -612,7 +613,7 @@ func TestVolumeProtection(t *testing.T) {
 		// at since its deletion.
 		e.bindManually("free")
 		e.deletePVC("free")
-		eventually(t, "the free claim is removed", func() bool { _, ok := e.getPVC("free"); return !ok })
+		tabletest.Eventually(t, "the free claim is removed", func() bool { _, ok := e.getPVC("free"); return !ok })
 		pvc, ok := e.getPVC("db")
 		if !ok || pvc.DeletionTimestamp == nil || !slices.Contains(pvc.Finalizers, "kubernetes.io/pvc-protection") {
 			t.Fatalf("claim in use: exists %v, want Terminating with its finalizer: %+v", ok, pvc)
@@ -621,17 +622,17 @@ func TestVolumeProtection(t *testing.T) {
 			t.Errorf("volume of a claim in use is %s, want Bound", pv.Status.Phase)
 		}
 		zero := int64(0)
-		if _, _, err := e.Delete(e.ctx, e.pods, "default", "user", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if _, _, err := e.Delete(e.Ctx, e.pods, "default", "user", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the claim is removed", func() bool { _, ok := e.getPVC("db"); return !ok })
-		eventually(t, "its volume is Released", func() bool { return e.mustPV("db").Status.Phase == corev1.VolumeReleased })
+		tabletest.Eventually(t, "the claim is removed", func() bool { _, ok := e.getPVC("db"); return !ok })
+		tabletest.Eventually(t, "its volume is Released", func() bool { return e.mustPV("db").Status.Phase == corev1.VolumeReleased })
 	})
 
 	t.Run("a bound volume stays until its claim is gone", func(t *testing.T) {
 		e.t = t
 		e.bindManually("vol")
-		if _, deleted, err := e.Delete(e.ctx, e.pvs, "", "vol", metav1.DeleteOptions{}); err != nil || deleted {
+		if _, deleted, err := e.Delete(e.Ctx, e.pvs, "", "vol", metav1.DeleteOptions{}); err != nil || deleted {
 			t.Fatalf("delete a bound volume: deleted=%v err=%v, want it held", deleted, err)
 		}
 		// The one volume worker syncs volumes in the order they change: once
@@ -642,7 +643,7 @@ func TestVolumeProtection(t *testing.T) {
 			t.Fatalf("deleted bound volume %s, finalizers %v; want Bound, protected", pv.Status.Phase, pv.Finalizers)
 		}
 		e.deletePVC("vol")
-		eventually(t, "the volume is removed", func() bool { _, ok := e.getPV("vol"); return !ok })
+		tabletest.Eventually(t, "the volume is removed", func() bool { _, ok := e.getPV("vol"); return !ok })
 	})
 
 	t.Run("a protection finalizer taken off comes back", func(t *testing.T) {
@@ -650,7 +651,7 @@ func TestVolumeProtection(t *testing.T) {
 		e.bindManually("again")
 		e.mutatePVC("again", func(c *corev1.PersistentVolumeClaim) { c.Finalizers = nil })
 		e.mutatePV("again", func(v *corev1.PersistentVolume) { v.Finalizers = nil })
-		eventually(t, "both finalizers are back", func() bool {
+		tabletest.Eventually(t, "both finalizers are back", func() bool {
 			return slices.Contains(e.mustPVC("again").Finalizers, "kubernetes.io/pvc-protection") &&
 				slices.Contains(e.mustPV("again").Finalizers, "kubernetes.io/pv-protection")
 		})
@@ -675,7 +676,7 @@ func TestVolumeClaimLost(t *testing.T) {
 	e.bindManually("gone")
 	// Forced away: deleted (protection holds it), then its finalizer taken
 	// off (which the controller puts back only on a volume not deleted).
-	if _, _, err := e.Delete(e.ctx, e.pvs, "", "gone", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := e.Delete(e.Ctx, e.pvs, "", "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.mutatePV("gone", func(v *corev1.PersistentVolume) { v.Finalizers = nil })

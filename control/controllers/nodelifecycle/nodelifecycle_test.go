@@ -1,9 +1,7 @@
-package controllers_test
+package nodelifecycle_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
@@ -14,9 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
-	"github.com/isle-cluster/isle/control/registry"
-	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
 // fakeLiveness is the membership as a test sets it.
@@ -50,16 +47,16 @@ func (f *fakeLiveness) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// env is a store for the node lifecycle tests.
+type env struct{ *tabletest.Env }
+
 // lifecycleEnv runs the node lifecycle controller alone on a store.
 func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
 	t.Helper()
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	e := &env{Store: s, ctx: t.Context()}
+	e := &env{tabletest.NewStore(t)}
 	live := &fakeLiveness{members: map[string]nodelifecycle.BoardState{}, changed: make(chan struct{})}
-	ctl := nodelifecycle.New(s, live, nodelifecycle.Config{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
-		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, log)
+	ctl := nodelifecycle.New(e.Store, live, nodelifecycle.Config{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
+		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, e.Log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); ctl.Run(ctx) }()
@@ -67,17 +64,9 @@ func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
 	return e, live
 }
 
-func readyNode(name string) *corev1.Node {
-	now := metav1.Now()
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastTransitionTime: now},
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now},
-	}}}
-}
-
 func (e *env) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
-	obj, err := e.Get(e.ctx, e.res(t, "", "v1", "nodes"), "", name, metav1.GetOptions{})
+	obj, err := e.Get(e.Ctx, e.Res(t, "", "v1", "nodes"), "", name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +92,12 @@ func taintKeys(n *corev1.Node) []string {
 
 func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	e, live := lifecycleEnv(t, 300*time.Millisecond)
-	nodes := e.res(t, "", "v1", "nodes")
+	nodes := e.Res(t, "", "v1", "nodes")
 	for _, name := range []string{"alive", "dies", "leaves", "never"} {
 		if name != "never" {
 			live.set(name, nodelifecycle.BoardAlive)
 		}
-		e.create(t, nodes, "", readyNode(name))
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
 	}
 	unreachable := func(name, msg string) func() bool {
 		return func() bool {
@@ -122,7 +111,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	}
 
 	// Every node gets its own block of the pod range.
-	eventually(t, "pod CIDRs", func() bool {
+	tabletest.Eventually(t, "pod CIDRs", func() bool {
 		seen := map[string]bool{}
 		for _, name := range []string{"alive", "dies", "leaves", "never"} {
 			cidr := e.node(t, name).Spec.PodCIDR
@@ -136,9 +125,9 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 
 	live.set("dies", nodelifecycle.BoardDead)
 	live.set("leaves", nodelifecycle.BoardLeft)
-	eventually(t, "dead node unreachable", unreachable("dies", "stopped answering gossip"))
-	eventually(t, "left node unreachable", unreachable("leaves", "left the cluster"))
-	eventually(t, "node never in gossip unreachable after the grace", unreachable("never", "No board of this name"))
+	tabletest.Eventually(t, "dead node unreachable", unreachable("dies", "stopped answering gossip"))
+	tabletest.Eventually(t, "left node unreachable", unreachable("leaves", "left the cluster"))
+	tabletest.Eventually(t, "node never in gossip unreachable after the grace", unreachable("never", "No board of this name"))
 	if n := e.node(t, "alive"); condition(n, corev1.NodeReady).Status != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
 		t.Fatalf("the alive node was touched: %+v %v", n.Status.Conditions, n.Spec.Taints)
 	}
@@ -149,7 +138,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	if n := e.node(t, "dies"); condition(n, corev1.NodeReady).Status != corev1.ConditionUnknown {
 		t.Fatal("the controller set Ready itself; that is the agent's")
 	}
-	if _, err := e.Mutate(e.ctx, nodes, "", "dies", "status", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, nodes, "", "dies", "status", func(obj runtime.Object) error {
 		n := obj.(*corev1.Node)
 		for i := range n.Status.Conditions {
 			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionTrue, "KubeletReady"
@@ -158,10 +147,10 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "taints removed", func() bool { return len(e.node(t, "dies").Spec.Taints) == 0 })
+	tabletest.Eventually(t, "taints removed", func() bool { return len(e.node(t, "dies").Spec.Taints) == 0 })
 
 	// An agent reporting not ready gets the not-ready taints.
-	if _, err := e.Mutate(e.ctx, nodes, "", "alive", "status", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, nodes, "", "alive", "status", func(obj runtime.Object) error {
 		n := obj.(*corev1.Node)
 		for i := range n.Status.Conditions {
 			if n.Status.Conditions[i].Type == corev1.NodeReady {
@@ -172,7 +161,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "not-ready taints", func() bool {
+	tabletest.Eventually(t, "not-ready taints", func() bool {
 		return strings.Join(taintKeys(e.node(t, "alive")), ",") == "node.kubernetes.io/not-ready:NoSchedule,node.kubernetes.io/not-ready:NoExecute"
 	})
 
@@ -186,12 +175,12 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 
 func TestNodeLifecycleEviction(t *testing.T) {
 	e, live := lifecycleEnv(t, time.Hour)
-	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
-	e.namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	e.Namespace(t, "default")
 	live.set("pi", nodelifecycle.BoardAlive)
 	live.set("other", nodelifecycle.BoardAlive)
-	e.create(t, nodes, "", readyNode("pi"))
-	e.create(t, nodes, "", readyNode("other"))
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("pi"))
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("other"))
 	secs := func(s int64) *int64 { return &s }
 	cases := []struct {
 		name        string
@@ -206,10 +195,10 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	for _, tc := range cases {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(tc.name, " ", "-"), Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: "pi", Tolerations: tc.tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
-		e.create(t, pods, "default", p)
+		e.MustCreate(t, pods, "default", p)
 	}
 	// The pods of a lost board stop being Ready.
-	if _, err := e.Mutate(e.ctx, pods, "default", "an-hour", "status", func(obj runtime.Object) error {
+	if _, err := e.Mutate(e.Ctx, pods, "default", "an-hour", "status", func(obj runtime.Object) error {
 		p := obj.(*corev1.Pod)
 		p.Status.Phase = corev1.PodRunning
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -219,23 +208,23 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "other", Tolerations: cases[0].tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
-	e.create(t, pods, "default", other)
+	e.MustCreate(t, pods, "default", other)
 
 	// Eviction is a graceful deletion: the node agent (or, for a board
 	// that is gone, the pod garbage collector) finishes it.
 	evicted := func(name string) bool {
-		obj, there := e.exists(t, pods, "default", name)
+		obj, there := e.Exists(t, pods, "default", name)
 		return !there || obj.GetDeletionTimestamp() != nil
 	}
 	live.set("pi", nodelifecycle.BoardDead)
-	eventually(t, "evictions", func() bool { return evicted("zero-seconds") })
+	tabletest.Eventually(t, "evictions", func() bool { return evicted("zero-seconds") })
 	time.Sleep(300 * time.Millisecond)
 	for _, name := range []string{"an-hour", "forever", "elsewhere"} {
 		if evicted(name) {
 			t.Errorf("pod %s was evicted", name)
 		}
 	}
-	obj, _ := e.exists(t, pods, "default", "an-hour")
+	obj, _ := e.Exists(t, pods, "default", "an-hour")
 	if p := obj.(*corev1.Pod); len(p.Status.Conditions) != 1 || p.Status.Conditions[0].Status != corev1.ConditionFalse {
 		t.Fatalf("a pod of the lost board is still Ready: %+v", p.Status.Conditions)
 	}
@@ -245,17 +234,17 @@ func TestNodeLifecycleEviction(t *testing.T) {
 // to finish a graceful deletion.
 func TestNodeLifecyclePodGC(t *testing.T) {
 	e, live := lifecycleEnv(t, time.Hour)
-	e.namespace(t, "default")
-	nodes, pods := e.res(t, "", "v1", "nodes"), e.res(t, "", "v1", "pods")
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
 	live.set("pi", nodelifecycle.BoardAlive)
-	e.create(t, nodes, "", readyNode("pi"))
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("pi"))
 	for _, tc := range []struct{ name, node string }{{"kept", "pi"}, {"orphan", "removed-board"}, {"pending", ""}} {
-		e.create(t, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"},
+		e.MustCreate(t, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: tc.node, Containers: []corev1.Container{{Name: "c", Image: "img"}}}})
 	}
-	eventually(t, "the orphan deleted", func() bool { _, there := e.exists(t, pods, "default", "orphan"); return !there })
+	tabletest.Eventually(t, "the orphan deleted", func() bool { _, there := e.Exists(t, pods, "default", "orphan"); return !there })
 	for _, name := range []string{"kept", "pending"} {
-		if obj, ok := e.exists(t, pods, "default", name); !ok || obj.GetDeletionTimestamp() != nil {
+		if obj, ok := e.Exists(t, pods, "default", name); !ok || obj.GetDeletionTimestamp() != nil {
 			t.Errorf("pod %s was deleted", name)
 		}
 	}
