@@ -1,6 +1,6 @@
-// Package controllers holds the reconcilers that run on the Raft leader
-// only. They read and write through the registry, the same write path as
-// the API. One ordered table lists them.
+// Package controllers is the ordered table of the reconcilers that run on
+// the Raft leader only, each a package below this one built on kit. They
+// read and write through the registry, the same write path as the API.
 package controllers
 
 import (
