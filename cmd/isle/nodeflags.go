@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/containers"
@@ -59,7 +59,7 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.cgroupParent, "cgroup-parent", "/isle", "cgroup that holds the pods' cgroups")
 	fl.StringArrayVar(&f.mirrors, "registry-mirror", nil, "pull the images of a registry from another endpoint: HOST=http://ADDR:PORT or HOST=https://ADDR[:PORT] (HOST as in images' names); repeat for more")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "a registry (HOST:PORT as in images' names) spoken to in plain HTTP, such as a registry on the LAN without TLS; repeat for more")
-	fl.StringVar(&f.clusterCIDR, "cluster-cidr", controllers.DefaultPodCIDR.String(), "range of Pod addresses, from which each node gets a /24 (the same on every board)")
+	fl.StringVar(&f.clusterCIDR, "cluster-cidr", nodelifecycle.DefaultPodCIDR.String(), "range of Pod addresses, from which each node gets a /24 (the same on every board)")
 	fl.StringVar(&f.clusterDNS, "cluster-dns", agent.DefaultClusterDNS.String(), "address of the cluster DNS Service, the nameserver of pods (the tenth of the service range)")
 	fl.StringVar(&f.domain, "cluster-domain", agent.DefaultClusterDomain, "the cluster's DNS domain")
 	fl.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the board's resolver configuration: the cluster DNS forwards other names to its nameservers; pods with dnsPolicy Default get it")

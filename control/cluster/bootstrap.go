@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
+	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/kv"
@@ -110,11 +111,11 @@ func ensureObjects(ctx context.Context, store *registry.Store, clusterDNS netip.
 		return err
 	}
 	icRes, _ := rs.Lookup(networkingv1.SchemeGroupVersion.WithResource("ingressclasses"))
-	if err := ensure(ctx, store, icRes, "", controllers.DefaultIngressClass()); err != nil {
+	if err := ensure(ctx, store, icRes, "", ingressstatus.DefaultIngressClass()); err != nil {
 		return err
 	}
 	scRes, _ := rs.Lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses"))
-	return ensure(ctx, store, scRes, "", controllers.LocalPathStorageClass())
+	return ensure(ctx, store, scRes, "", volumes.LocalPathStorageClass())
 }
 
 // ensure creates obj unless it exists.

@@ -26,6 +26,8 @@ import (
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/hpa"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/events"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/pki"
@@ -275,13 +277,12 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(controllers.HPAConfig{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM)}
+		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM),
+			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {
 			opts = append(opts, controllers.WithActivity(cfg.Activity))
 		}
-		table := append(controllers.Table(store, log, opts...),
-			controllers.NewNodeLifecycle(store, boards, controllers.NodeLifecycleConfig{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR}, log.With("controller", "nodelifecycle")))
-		controllers.RunAll(ctx, table, log)
+		controllers.RunAll(ctx, controllers.Table(store, log, opts...), log)
 	})
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)

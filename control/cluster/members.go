@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft"
@@ -31,9 +31,9 @@ const voters = 3
 // store (their gossip, which the board's assembly adapts to it): every
 // board that is or was in the cluster, and how it answers.
 type Boards interface {
-	controllers.Liveness
+	nodelifecycle.Liveness
 	// Members are the boards as `isle member list` shows them, less what
-	// the store knows (RaftID, Raft); State is a controllers.BoardState.
+	// the store knows (RaftID, Raft); State is a nodelifecycle.BoardState.
 	Members() []wire.MemberInfo
 	// Forget drops what is known of a removed board.
 	Forget(name string)
@@ -180,7 +180,7 @@ func (m *membership) promoteStandby(ctx context.Context) {
 	}
 	alive := map[string]bool{}
 	for _, b := range m.boards.Boards() {
-		alive[b.Name] = b.State == controllers.BoardAlive
+		alive[b.Name] = b.State == nodelifecycle.BoardAlive
 	}
 	for _, r := range members {
 		if !r.Learner || !alive[r.Name] {
@@ -198,7 +198,7 @@ func (m *membership) promoteStandby(ctx context.Context) {
 func (m *membership) removeDead(ctx context.Context) {
 	dead := map[string]time.Time{}
 	for _, b := range m.boards.Members() {
-		if controllers.BoardState(b.State) == controllers.BoardDead {
+		if nodelifecycle.BoardState(b.State) == nodelifecycle.BoardDead {
 			dead[b.Name] = b.Since
 		}
 	}
@@ -228,7 +228,7 @@ func (m *membership) nodeLease(node string) (*coordinationv1.Lease, bool) {
 			continue
 		}
 		renew := metav1.NewMicroTime(time.Now())
-		if st := controllers.BoardState(b.State); st == controllers.BoardDead || st == controllers.BoardLeft {
+		if st := nodelifecycle.BoardState(b.State); st == nodelifecycle.BoardDead || st == nodelifecycle.BoardLeft {
 			renew = metav1.NewMicroTime(b.Since)
 		}
 		return &coordinationv1.Lease{

@@ -1,6 +1,6 @@
-// Package controllers holds the reconcilers that run on the Raft leader
-// only. They read and write through the registry, the same write path as
-// the API. One ordered table lists them.
+// Package controllers is the ordered table of the reconcilers that run on
+// the Raft leader only, each a package below this one built on kit. They
+// read and write through the registry, the same write path as the API.
 package controllers
 
 import (
@@ -8,23 +8,31 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/isle-cluster/isle/control/controllers/daemonset"
+	"github.com/isle-cluster/isle/control/controllers/deployment"
+	"github.com/isle-cluster/isle/control/controllers/endpointslice"
+	"github.com/isle-cluster/isle/control/controllers/gc"
+	"github.com/isle-cluster/isle/control/controllers/hpa"
+	"github.com/isle-cluster/isle/control/controllers/ingressstatus"
+	"github.com/isle-cluster/isle/control/controllers/job"
+	"github.com/isle-cluster/isle/control/controllers/kit"
+	"github.com/isle-cluster/isle/control/controllers/namespace"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
+	"github.com/isle-cluster/isle/control/controllers/replicaset"
+	"github.com/isle-cluster/isle/control/controllers/rootca"
+	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
 )
 
-// Controller is one reconciler.
-type Controller interface {
-	Name() string
-	// Run reconciles until ctx ends (when this member stops leading).
-	Run(ctx context.Context)
-}
-
 // Option configures a controller of the table.
 type Option func(*tableOptions)
 
 type tableOptions struct {
-	hpa      HPAConfig
+	hpa      hpa.Config
+	liveness nodelifecycle.Liveness
+	nodes    nodelifecycle.Config
 	activity func()
 	rootCA   []byte
 }
@@ -35,32 +43,53 @@ func WithActivity(f func()) Option {
 	return func(o *tableOptions) { o.activity = f }
 }
 
+// WithHPA configures the HorizontalPodAutoscaler controller of the table.
+func WithHPA(cfg hpa.Config) Option {
+	return func(o *tableOptions) { o.hpa = cfg }
+}
+
+// WithNodeLifecycle runs the node lifecycle controller, which learns the
+// boards' liveness from l, as cfg says; without it the table has none.
+func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Option {
+	return func(o *tableOptions) { o.liveness, o.nodes = l, cfg }
+}
+
+// WithRootCA gives the root-CA publisher the cluster CA's certificate
+// (PEM); without it the publisher does not run.
+func WithRootCA(certPEM []byte) Option {
+	return func(o *tableOptions) { o.rootCA = certPEM }
+}
+
 // Table returns every controller, in start order.
-func Table(store *registry.Store, log *slog.Logger, opts ...Option) []Controller {
+func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Controller {
 	var o tableOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	ev := events.NewBroadcaster(events.Config{Store: store, Logger: log.With("controller", "events"), OnEvent: o.activity})
-	return []Controller{
+	table := []kit.Controller{
 		ev,
-		&namespaces{store: store, log: log.With("controller", "namespace")},
-		&rootCAPublisher{store: store, log: log.With("controller", "root-ca-cert-publisher"), certPEM: o.rootCA},
-		&garbageCollector{store: store, log: log.With("controller", "garbagecollector")},
-		newDeploymentController(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
-		&replicaSets{store: store, log: log.With("controller", "replicaset"), events: ev.Recorder("replicaset-controller")},
-		&endpointSlices{store: store, log: log.With("controller", "endpointslice")},
-		&ingressStatus{store: store, log: log.With("controller", "ingress-status")},
-		&daemonSets{store: store, log: log.With("controller", "daemonset"), events: ev.Recorder("daemonset-controller")},
-		&jobs{store: store, log: log.With("controller", "job"), events: ev.Recorder("job-controller")},
-		newPersistentVolumes(store, log.With("controller", "persistentvolume"), ev),
-		newHPAController(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
+		namespace.New(store, log.With("controller", "namespace")),
+		rootca.New(store, log.With("controller", "root-ca-cert-publisher"), o.rootCA),
+		gc.New(store, log.With("controller", "garbagecollector")),
+		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
+		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
+		endpointslice.New(store, log.With("controller", "endpointslice")),
+		ingressstatus.New(store, log.With("controller", "ingress-status")),
+		daemonset.New(store, log.With("controller", "daemonset"), ev.Recorder("daemonset-controller")),
+		job.New(store, log.With("controller", "job"), ev.Recorder("job-controller")),
+		volumes.New(store, log.With("controller", "persistentvolume"), ev),
+		hpa.New(store, log.With("controller", "horizontalpodautoscaling"), ev.Recorder("horizontal-pod-autoscaler"), o.hpa),
 		scheduler.New(scheduler.Config{Store: store, Events: ev.Recorder(scheduler.Name), Logger: log.With("controller", "scheduler")}),
 	}
+	if o.liveness != nil {
+		table = append(table, nodelifecycle.New(store, o.liveness, o.nodes, log.With("controller", "nodelifecycle")))
+	}
+	return table
 }
 
 // RunAll runs every controller of the table until ctx ends.
-func RunAll(ctx context.Context, table []Controller, log *slog.Logger) {
+func RunAll(ctx context.Context, table []kit.Controller, log *slog.Logger) {
 	var wg sync.WaitGroup
 	for _, c := range table {
 		wg.Add(1)

@@ -170,7 +170,7 @@ func (f *feed) synced() bool { return f.ch != nil && f.seen == nil }
 // open watches f's resource; false if the store refused (the loop tries
 // again a second later).
 func (r *run) open(ctx context.Context, f *feed) bool {
-	opts := metav1.ListOptions{ResourceVersion: strconv.FormatInt(r.store.Node().KV().Revision(), 10)}
+	opts := metav1.ListOptions{ResourceVersion: strconv.FormatInt(r.store.Revision(), 10)}
 	if f.full {
 		yes := true
 		opts = metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true}

@@ -33,7 +33,7 @@ const (
 	AnnotationSerial = "isle.dev/serial"
 	// AnnotationLocalPathRoot is the directory of the board's local-path
 	// volumes (DATA-DIR/storage), where the control plane provisions them
-	// (control/controllers/localpath.go).
+	// (control/controllers/volumes/localpath.go).
 	AnnotationLocalPathRoot = "isle.dev/local-path-root"
 )
 

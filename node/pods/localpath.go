@@ -17,7 +17,7 @@ import (
 )
 
 // The local-path volumes' contract with the control plane (see
-// control/controllers/localpath.go): a deleted volume of this node with
+// control/controllers/volumes/localpath.go): a deleted volume of this node with
 // the cleanup finalizer has its directory removed here, then the
 // finalizer.
 const localPathFinalizer = "isle.dev/local-path-cleanup"

@@ -1,24 +1,24 @@
 package board
 
 import (
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
 // boards shows the control plane the gossip membership as its own
-// cluster.Boards (and so controllers.Liveness).
+// cluster.Boards (and so nodelifecycle.Liveness).
 type boards struct{ g *gossip.Gossip }
 
 func (b boards) Changed() <-chan struct{} { return b.g.Changed() }
 
 func (b boards) Forget(name string) { b.g.Forget(name) }
 
-func (b boards) Boards() []controllers.Board {
+func (b boards) Boards() []nodelifecycle.Board {
 	members := b.g.Members()
-	out := make([]controllers.Board, 0, len(members))
+	out := make([]nodelifecycle.Board, 0, len(members))
 	for _, m := range members {
-		out = append(out, controllers.Board{Name: m.Name, State: boardState(m.State)})
+		out = append(out, nodelifecycle.Board{Name: m.Name, State: boardState(m.State)})
 	}
 	return out
 }
@@ -33,14 +33,14 @@ func (b boards) Members() []wire.MemberInfo {
 	return out
 }
 
-func boardState(s gossip.State) controllers.BoardState {
+func boardState(s gossip.State) nodelifecycle.BoardState {
 	switch s {
 	case gossip.Suspect:
-		return controllers.BoardSuspect
+		return nodelifecycle.BoardSuspect
 	case gossip.Dead:
-		return controllers.BoardDead
+		return nodelifecycle.BoardDead
 	case gossip.Left:
-		return controllers.BoardLeft
+		return nodelifecycle.BoardLeft
 	}
-	return controllers.BoardAlive
+	return nodelifecycle.BoardAlive
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
@@ -48,7 +48,7 @@ func TestJoinGossipAndBoards(t *testing.T) {
 	b := boards{a}
 	eventually(t, func() bool {
 		m, ok := member(b, "s1")
-		return ok && m.Role == wire.RoleServer && m.State == string(controllers.BoardAlive) && m.Address == server.String()
+		return ok && m.Role == wire.RoleServer && m.State == string(nodelifecycle.BoardAlive) && m.Address == server.String()
 	})
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestJoinGossipAndBoards(t *testing.T) {
 		m, ok := member(b, "s1")
 		for _, bd := range b.Boards() {
 			if bd.Name == "s1" {
-				return ok && m.State == string(controllers.BoardDead) && bd.State == controllers.BoardDead
+				return ok && m.State == string(nodelifecycle.BoardDead) && bd.State == nodelifecycle.BoardDead
 			}
 		}
 		return false

@@ -1,0 +1,177 @@
+package kit
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// Object is what a Cache holds: a stored object of one Go type.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Key is obj's key in a Cache and a Queue: namespace/name, or the name of
+// a cluster-scoped object.
+func Key(obj metav1.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// Cache is a copy of one resource's objects kept by a Loop's watch (see
+// Watch), found by key, by UID, by namespace and by the UID of their
+// controller (the owner reference with controller set). The loop writes
+// it and workers may read it at once; its objects are shared and must not
+// be changed.
+type Cache[T Object] struct {
+	mu      sync.RWMutex
+	byKey   map[string]T
+	byUID   map[types.UID]string
+	byNS    map[string]map[string]T
+	byOwner map[types.UID]map[string]T
+}
+
+// NewCache returns an empty cache.
+func NewCache[T Object]() *Cache[T] {
+	c := &Cache[T]{}
+	c.reset()
+	return c
+}
+
+func (c *Cache[T]) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byKey = map[string]T{}
+	c.byUID = map[types.UID]string{}
+	c.byNS = map[string]map[string]T{}
+	c.byOwner = map[types.UID]map[string]T{}
+}
+
+// Watch is a Watch of res that keeps c: c is emptied when the watch is
+// opened (its first events are then the current objects), before opened
+// is called; each event is applied to c before handle is called with the
+// object as c held it before (the zero T if none) and as it is now (as
+// deleted, for a DELETED event).
+func (c *Cache[T]) Watch(res *registry.Resource, opened func(), handle func(typ watch.EventType, old, obj T)) Watch {
+	return WatchOf(res, func() {
+		c.reset()
+		if opened != nil {
+			opened()
+		}
+	}, func(typ watch.EventType, obj T) {
+		old := c.apply(typ, obj)
+		if handle != nil {
+			handle(typ, old, obj)
+		}
+	})
+}
+
+// apply records an event of obj and returns the object it replaces.
+func (c *Cache[T]) apply(typ watch.EventType, obj T) T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := Key(obj)
+	old, had := c.byKey[key]
+	if had {
+		delete(c.byUID, old.GetUID())
+		delete(c.byNS[old.GetNamespace()], key)
+		if len(c.byNS[old.GetNamespace()]) == 0 {
+			delete(c.byNS, old.GetNamespace())
+		}
+		if ref := metav1.GetControllerOf(old); ref != nil {
+			delete(c.byOwner[ref.UID], key)
+			if len(c.byOwner[ref.UID]) == 0 {
+				delete(c.byOwner, ref.UID)
+			}
+		}
+		delete(c.byKey, key)
+	}
+	if typ == watch.Deleted {
+		return old
+	}
+	c.byKey[key] = obj
+	c.byUID[obj.GetUID()] = key
+	addTo(c.byNS, obj.GetNamespace(), key, obj)
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		addTo(c.byOwner, ref.UID, key, obj)
+	}
+	return old
+}
+
+func addTo[K comparable, T any](m map[K]map[string]T, k K, key string, obj T) {
+	if m[k] == nil {
+		m[k] = map[string]T{}
+	}
+	m[k][key] = obj
+}
+
+// Get is the object of key.
+func (c *Cache[T]) Get(key string) (T, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	obj, ok := c.byKey[key]
+	return obj, ok
+}
+
+// KeyOfUID is the key of the object with uid.
+func (c *Cache[T]) KeyOfUID(uid types.UID) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	key, ok := c.byUID[uid]
+	return key, ok
+}
+
+// ByUID is the object with uid.
+func (c *Cache[T]) ByUID(uid types.UID) (T, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	obj, ok := c.byKey[c.byUID[uid]]
+	return obj, ok
+}
+
+// Keys are the keys of every object, sorted.
+func (c *Cache[T]) Keys() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Sorted(maps.Keys(c.byKey))
+}
+
+// All is every object, by key.
+func (c *Cache[T]) All() []T {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return sorted(c.byKey)
+}
+
+// List is the objects of namespace ns ("": of the cluster-scoped
+// resource), by key.
+func (c *Cache[T]) List(ns string) []T {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return sorted(c.byNS[ns])
+}
+
+// Controlled is the objects whose controller has uid, by key.
+func (c *Cache[T]) Controlled(uid types.UID) []T {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return sorted(c.byOwner[uid])
+}
+
+func sorted[T any](m map[string]T) []T {
+	out := make([]T, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
+}

@@ -1,0 +1,251 @@
+package nodelifecycle_test
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
+	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
+)
+
+// fakeLiveness is the membership as a test sets it.
+type fakeLiveness struct {
+	mu      sync.Mutex
+	members map[string]nodelifecycle.BoardState
+	changed chan struct{}
+}
+
+func (f *fakeLiveness) set(name string, st nodelifecycle.BoardState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members[name] = st
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeLiveness) Boards() []nodelifecycle.Board {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []nodelifecycle.Board
+	for name, st := range f.members {
+		out = append(out, nodelifecycle.Board{Name: name, State: st})
+	}
+	return out
+}
+
+func (f *fakeLiveness) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// env is a store for the node lifecycle tests.
+type env struct{ *tabletest.Env }
+
+// lifecycleEnv runs the node lifecycle controller alone on a store.
+func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
+	t.Helper()
+	e := &env{tabletest.NewStore(t)}
+	live := &fakeLiveness{members: map[string]nodelifecycle.BoardState{}, changed: make(chan struct{})}
+	ctl := nodelifecycle.New(e.Store, live, nodelifecycle.Config{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
+		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, e.Log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return e, live
+}
+
+func (e *env) node(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	obj, err := e.Get(e.Ctx, e.Res(t, "", "v1", "nodes"), "", name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*corev1.Node)
+}
+
+func condition(n *corev1.Node, typ corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+func taintKeys(n *corev1.Node) []string {
+	var out []string
+	for _, tn := range n.Spec.Taints {
+		out = append(out, tn.Key+":"+string(tn.Effect))
+	}
+	return out
+}
+
+func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
+	e, live := lifecycleEnv(t, 300*time.Millisecond)
+	nodes := e.Res(t, "", "v1", "nodes")
+	for _, name := range []string{"alive", "dies", "leaves", "never"} {
+		if name != "never" {
+			live.set(name, nodelifecycle.BoardAlive)
+		}
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
+	}
+	unreachable := func(name, msg string) func() bool {
+		return func() bool {
+			n := e.node(t, name)
+			c := condition(n, corev1.NodeReady)
+			keys := strings.Join(taintKeys(n), ",")
+			return c.Status == corev1.ConditionUnknown && c.Reason == "NodeStatusUnknown" && strings.Contains(c.Message, msg) &&
+				condition(n, corev1.NodeMemoryPressure).Status == corev1.ConditionUnknown &&
+				keys == "node.kubernetes.io/unreachable:NoSchedule,node.kubernetes.io/unreachable:NoExecute"
+		}
+	}
+
+	// Every node gets its own block of the pod range.
+	tabletest.Eventually(t, "pod CIDRs", func() bool {
+		seen := map[string]bool{}
+		for _, name := range []string{"alive", "dies", "leaves", "never"} {
+			cidr := e.node(t, name).Spec.PodCIDR
+			if cidr == "" || seen[cidr] || !netip.MustParsePrefix("10.42.0.0/22").Overlaps(netip.MustParsePrefix(cidr)) {
+				return false
+			}
+			seen[cidr] = true
+		}
+		return true
+	})
+
+	live.set("dies", nodelifecycle.BoardDead)
+	live.set("leaves", nodelifecycle.BoardLeft)
+	tabletest.Eventually(t, "dead node unreachable", unreachable("dies", "stopped answering gossip"))
+	tabletest.Eventually(t, "left node unreachable", unreachable("leaves", "left the cluster"))
+	tabletest.Eventually(t, "node never in gossip unreachable after the grace", unreachable("never", "No board of this name"))
+	if n := e.node(t, "alive"); condition(n, corev1.NodeReady).Status != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
+		t.Fatalf("the alive node was touched: %+v %v", n.Status.Conditions, n.Spec.Taints)
+	}
+
+	// Back: gossip says alive, the agent posts Ready again; taints go.
+	live.set("dies", nodelifecycle.BoardAlive)
+	time.Sleep(200 * time.Millisecond)
+	if n := e.node(t, "dies"); condition(n, corev1.NodeReady).Status != corev1.ConditionUnknown {
+		t.Fatal("the controller set Ready itself; that is the agent's")
+	}
+	if _, err := e.Mutate(e.Ctx, nodes, "", "dies", "status", func(obj runtime.Object) error {
+		n := obj.(*corev1.Node)
+		for i := range n.Status.Conditions {
+			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionTrue, "KubeletReady"
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tabletest.Eventually(t, "taints removed", func() bool { return len(e.node(t, "dies").Spec.Taints) == 0 })
+
+	// An agent reporting not ready gets the not-ready taints.
+	if _, err := e.Mutate(e.Ctx, nodes, "", "alive", "status", func(obj runtime.Object) error {
+		n := obj.(*corev1.Node)
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status = corev1.ConditionFalse
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tabletest.Eventually(t, "not-ready taints", func() bool {
+		return strings.Join(taintKeys(e.node(t, "alive")), ",") == "node.kubernetes.io/not-ready:NoSchedule,node.kubernetes.io/not-ready:NoExecute"
+	})
+
+	// A healthy cluster costs no writes.
+	before := e.node(t, "dies").ResourceVersion
+	time.Sleep(300 * time.Millisecond)
+	if after := e.node(t, "dies").ResourceVersion; after != before {
+		t.Fatalf("a settled node was written: %s -> %s", before, after)
+	}
+}
+
+func TestNodeLifecycleEviction(t *testing.T) {
+	e, live := lifecycleEnv(t, time.Hour)
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	e.Namespace(t, "default")
+	live.set("pi", nodelifecycle.BoardAlive)
+	live.set("other", nodelifecycle.BoardAlive)
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("pi"))
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("other"))
+	secs := func(s int64) *int64 { return &s }
+	cases := []struct {
+		name        string
+		tolerations []corev1.Toleration
+		evicted     bool
+	}{
+		// Admission gives pods 30 s; these replace it.
+		{"zero seconds", []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(0)}}, true},
+		{"an hour", []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(3600)}}, false},
+		{"forever", []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, false},
+	}
+	for _, tc := range cases {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(tc.name, " ", "-"), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "pi", Tolerations: tc.tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		e.MustCreate(t, pods, "default", p)
+	}
+	// The pods of a lost board stop being Ready.
+	if _, err := e.Mutate(e.Ctx, pods, "default", "an-hour", "status", func(obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "other", Tolerations: cases[0].tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+	e.MustCreate(t, pods, "default", other)
+
+	// Eviction is a graceful deletion: the node agent (or, for a board
+	// that is gone, the pod garbage collector) finishes it.
+	evicted := func(name string) bool {
+		obj, there := e.Exists(t, pods, "default", name)
+		return !there || obj.GetDeletionTimestamp() != nil
+	}
+	live.set("pi", nodelifecycle.BoardDead)
+	tabletest.Eventually(t, "evictions", func() bool { return evicted("zero-seconds") })
+	time.Sleep(300 * time.Millisecond)
+	for _, name := range []string{"an-hour", "forever", "elsewhere"} {
+		if evicted(name) {
+			t.Errorf("pod %s was evicted", name)
+		}
+	}
+	obj, _ := e.Exists(t, pods, "default", "an-hour")
+	if p := obj.(*corev1.Pod); len(p.Status.Conditions) != 1 || p.Status.Conditions[0].Status != corev1.ConditionFalse {
+		t.Fatalf("a pod of the lost board is still Ready: %+v", p.Status.Conditions)
+	}
+}
+
+// A pod bound to a Node that is gone is deleted at once: no agent is left
+// to finish a graceful deletion.
+func TestNodeLifecyclePodGC(t *testing.T) {
+	e, live := lifecycleEnv(t, time.Hour)
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	live.set("pi", nodelifecycle.BoardAlive)
+	e.MustCreate(t, nodes, "", tabletest.ReadyNode("pi"))
+	for _, tc := range []struct{ name, node string }{{"kept", "pi"}, {"orphan", "removed-board"}, {"pending", ""}} {
+		e.MustCreate(t, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: tc.node, Containers: []corev1.Container{{Name: "c", Image: "img"}}}})
+	}
+	tabletest.Eventually(t, "the orphan deleted", func() bool { _, there := e.Exists(t, pods, "default", "orphan"); return !there })
+	for _, name := range []string{"kept", "pending"} {
+		if obj, ok := e.Exists(t, pods, "default", name); !ok || obj.GetDeletionTimestamp() != nil {
+			t.Errorf("pod %s was deleted", name)
+		}
+	}
+}
