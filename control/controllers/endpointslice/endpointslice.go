@@ -95,7 +95,7 @@ func (c *Controller) Run(ctx context.Context) {
 // concern, until ctx ends.
 func (r *esRun) watch(ctx context.Context) {
 	services := kit.NewCache[*corev1.Service]()
-	pods := kit.NewCache[*corev1.Pod]()
+	pods := kit.NewMetaCache()
 	queueAll := func() {
 		for _, svc := range services.All() {
 			if esWanted(svc) {
@@ -123,7 +123,7 @@ func (r *esRun) watch(ctx context.Context) {
 			// A Service that lost its selector has its slices removed.
 			r.queue.Add(kit.Key(svc))
 		}),
-		pods.Watch(r.pods, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
+		kit.WatchMeta(pods, r.pods, queueAll, func(typ watch.EventType, old, pod *metav1.PartialObjectMetadata) {
 			var prev labels.Set
 			if old != nil {
 				prev = old.Labels

@@ -202,7 +202,7 @@ func (r *jobRun) work(ctx context.Context, q *kit.Queue, what, key string, sync 
 // finalizer may have to go, that they concern, until ctx ends.
 func (r *jobRun) watch(ctx context.Context) {
 	jobs := kit.NewCache[*batchv1.Job]()
-	pods := kit.NewCache[*corev1.Pod]()
+	pods := kit.NewMetaCache()
 	queueAll := func() {
 		for _, key := range jobs.Keys() {
 			r.queue.Add(key)
@@ -225,7 +225,7 @@ func (r *jobRun) watch(ctx context.Context) {
 				orphanPodsOf(job.UID)
 			}
 		}),
-		pods.Watch(r.podRes, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
+		kit.WatchMeta(pods, r.podRes, queueAll, func(typ watch.EventType, old, pod *metav1.PartialObjectMetadata) {
 			key := kit.Key(pod)
 			gone := typ == watch.Deleted
 			cur := jobControllerUID(pod)
@@ -263,7 +263,7 @@ func (r *jobRun) watch(ctx context.Context) {
 }
 
 // jobControllerUID is the UID of the Job controlling a pod, if any.
-func jobControllerUID(pod *corev1.Pod) types.UID {
+func jobControllerUID(pod metav1.Object) types.UID {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
 		return ""
@@ -271,8 +271,8 @@ func jobControllerUID(pod *corev1.Pod) types.UID {
 	return ref.UID
 }
 
-func jobHasFinalizer(pod *corev1.Pod) bool {
-	return slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
+func jobHasFinalizer(pod metav1.Object) bool {
+	return slices.Contains(pod.GetFinalizers(), batchv1.JobTrackingFinalizer)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -76,6 +76,39 @@ func (c *Cache[T]) Watch(res *registry.Resource, opened func(), handle func(typ 
 	})
 }
 
+// NewMetaCache returns an empty cache of objects' metadata, kept by a
+// WatchMeta: for a controller that only finds the objects of a kind by
+// their labels and owners, and reads them from the store when it syncs,
+// so that it holds no more of them (a thousand pods) than that.
+func NewMetaCache() *Cache[*metav1.PartialObjectMetadata] {
+	return NewCache[*metav1.PartialObjectMetadata]()
+}
+
+// WatchMeta is a Watch of res that keeps c, as Cache.Watch does, with the
+// metadata of res's objects: name, namespace, UID, labels, finalizers,
+// owners and deletion timestamp (not annotations nor managed fields).
+// handle gets the metadata before and after each event.
+func WatchMeta(c *Cache[*metav1.PartialObjectMetadata], res *registry.Resource, opened func(), handle func(typ watch.EventType, old, obj *metav1.PartialObjectMetadata)) Watch {
+	return Watch{Res: res, Opened: func() {
+		c.reset()
+		if opened != nil {
+			opened()
+		}
+	}, Handle: func(ev registry.WatchEvent) {
+		m, ok := ev.Object.(metav1.Object)
+		if !ok || ev.Type == watch.Error {
+			return
+		}
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(),
+			UID: m.GetUID(), Labels: m.GetLabels(), Finalizers: m.GetFinalizers(), OwnerReferences: m.GetOwnerReferences(),
+			DeletionTimestamp: m.GetDeletionTimestamp()}}
+		old := c.apply(ev.Type, obj)
+		if handle != nil {
+			handle(ev.Type, old, obj)
+		}
+	}}
+}
+
 // apply records an event of obj and returns the object it replaces.
 func (c *Cache[T]) apply(typ watch.EventType, obj T) T {
 	c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/isle-cluster/isle/control/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,5 +91,41 @@ func TestCache(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	if k := Key(ns); k != "n" {
 		t.Fatalf("Key of a cluster-scoped object: %q", k)
+	}
+}
+
+func TestWatchMeta(t *testing.T) {
+	c := NewMetaCache()
+	type seen struct{ old, obj *metav1.PartialObjectMetadata }
+	var got []seen
+	w := WatchMeta(c, nil, nil, func(_ watch.EventType, old, obj *metav1.PartialObjectMetadata) { got = append(got, seen{old, obj}) })
+	w.Opened()
+	p := pod("a", "p1", "u1", "rs1")
+	p.Labels = map[string]string{"app": "web"}
+	p.Annotations = map[string]string{"big": "value"}
+	p.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	p.Spec.NodeName = "pi4"
+	w.Handle(registry.WatchEvent{Type: watch.Added, Object: p})
+	kept, ok := c.Get("a/p1")
+	if !ok {
+		t.Fatal("Get a/p1: not found")
+	}
+	if kept.UID != "u1" || kept.Labels["app"] != "web" || len(kept.Finalizers) != 1 || kept.Annotations != nil {
+		t.Fatalf("kept metadata: %+v", kept.ObjectMeta)
+	}
+	if got := c.Controlled("rs1"); len(got) != 1 || got[0].Name != "p1" {
+		t.Fatalf("Controlled rs1: %v", got)
+	}
+	// The handler gets the metadata before and after; an ERROR event is
+	// dropped; opening the watch again empties the cache.
+	w.Handle(registry.WatchEvent{Type: watch.Modified, Object: pod("a", "p1", "u1", "rs2")})
+	w.Handle(registry.WatchEvent{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure}})
+	if len(got) != 2 || got[0].old != nil || got[1].old == nil || metav1.GetControllerOf(got[1].old).UID != "rs1" ||
+		metav1.GetControllerOf(got[1].obj).UID != "rs2" {
+		t.Fatalf("handled: %+v", got)
+	}
+	w.Opened()
+	if keys := c.Keys(); len(keys) != 0 {
+		t.Fatalf("after the watch was opened again: %v", keys)
 	}
 }

@@ -109,7 +109,7 @@ func (c *Controller) Run(ctx context.Context) {
 // events are then the current objects.
 func (r *rsRun) watch(ctx context.Context) {
 	sets := kit.NewCache[*appsv1.ReplicaSet]()
-	pods := kit.NewCache[*corev1.Pod]()
+	pods := kit.NewMetaCache()
 	queueAll := func() {
 		for _, key := range sets.Keys() {
 			r.queue.Add(key)
@@ -129,7 +129,7 @@ func (r *rsRun) watch(ctx context.Context) {
 		}),
 		// Pods deleted while the watch was away are noticed by a reconcile
 		// of every ReplicaSet.
-		pods.Watch(r.pods, queueAll, func(typ watch.EventType, old, pod *corev1.Pod) {
+		kit.WatchMeta(pods, r.pods, queueAll, func(typ watch.EventType, old, pod *metav1.PartialObjectMetadata) {
 			// A ReplicaSet that controlled the pod before this change hears
 			// of it (its pod was taken, or released by someone else).
 			cur := rsControllerUID(pod)
@@ -154,7 +154,7 @@ func (r *rsRun) watch(ctx context.Context) {
 }
 
 // rsControllerUID is the UID of the ReplicaSet controlling a pod, if any.
-func rsControllerUID(pod *corev1.Pod) types.UID {
+func rsControllerUID(pod metav1.Object) types.UID {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != rsKind.Kind {
 		return ""
