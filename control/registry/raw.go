@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,16 +26,14 @@ type Change struct {
 	Meta metav1.ObjectMeta
 }
 
-// storedMeta is what a Change parses of an object's metadata.
-type storedMeta struct {
-	Metadata struct {
-		Name              string                  `json:"name"`
-		Namespace         string                  `json:"namespace"`
-		UID               types.UID               `json:"uid"`
-		DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
-		Finalizers        []string                `json:"finalizers"`
-		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
-	} `json:"metadata"`
+// storedMetadata is what a Change parses of an object's metadata.
+type storedMetadata struct {
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	UID               types.UID               `json:"uid"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Finalizers        []string                `json:"finalizers"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 }
 
 // WatchChanges follows the changes of every stored object made after now,
@@ -69,11 +68,34 @@ func changeOf(ev kv.Event) Change {
 	if c.Deleted && ev.Prev != nil {
 		value = ev.Prev.Value
 	}
-	var m storedMeta
-	if json.Unmarshal(value, &m) == nil {
-		md := m.Metadata
+	if md, ok := parseMeta(value); ok {
 		c.Meta = metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace, UID: md.UID, DeletionTimestamp: md.DeletionTimestamp,
 			Finalizers: md.Finalizers, OwnerReferences: md.OwnerReferences}
 	}
 	return c
+}
+
+// parseMeta reads the metadata of a stored object and stops there: every
+// write of the store passes through it, and the spec and status after the
+// metadata are most of an object's bytes.
+func parseMeta(value []byte) (storedMetadata, bool) {
+	var md storedMetadata
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return md, false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return md, false
+		}
+		if t == "metadata" {
+			return md, dec.Decode(&md) == nil
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return md, false
+		}
+	}
+	return md, false
 }
