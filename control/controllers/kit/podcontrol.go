@@ -84,8 +84,8 @@ var ErrClaimSkip = errors.New("pod changed; skipped")
 // orphans its selector matches and releasing those it controls that no
 // longer match, as Kubernetes' PodControllerRefManager. A finalizer, if
 // given, is added to adopted pods and removed from released ones (the Job
-// controller's tracking finalizer). Shared by the DaemonSet and Job
-// controllers.
+// controller's tracking finalizer). Shared by the ReplicaSet, DaemonSet
+// and Job controllers.
 func ClaimPods(ctx context.Context, store *registry.Store, res *registry.Resource, owner metav1.Object, kind schema.GroupVersionKind,
 	sel labels.Selector, pods []*corev1.Pod, finalizer string) ([]*corev1.Pod, error) {
 	var owned []*corev1.Pod

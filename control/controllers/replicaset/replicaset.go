@@ -4,7 +4,6 @@ package replicaset
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -216,7 +215,7 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 		}
 		active = append(active, pod)
 	}
-	owned, err := r.claim(ctx, rs, selector, active)
+	owned, err := kit.ClaimPods(ctx, r.store, r.pods, rs, rsKind, selector, active, "")
 	if err != nil {
 		return err
 	}
@@ -231,111 +230,8 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 	return manageErr
 }
 
-// errRSSkip aborts a Mutate whose object is no longer what was decided on.
+// errRSSkip aborts a status write for a ReplicaSet replaced meanwhile.
 var errRSSkip = errors.New("replicaset controller: pod changed; skipped")
-
-// claim returns the active pods rs controls, after adopting the orphans
-// that match its selector and releasing the pods it controls that no
-// longer match.
-func (r *rsRun) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	var owned []*corev1.Pod
-	var errs []error
-	var canAdopt error
-	checked := false
-	for _, pod := range pods {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		if ref := metav1.GetControllerOf(pod); ref != nil {
-			switch {
-			case ref.UID != rs.UID:
-				// another controller's
-			case matches:
-				owned = append(owned, pod)
-			default:
-				if err := r.release(ctx, rs, selector, pod); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			continue
-		}
-		if !matches {
-			continue
-		}
-		if !checked {
-			// Adopt only for a ReplicaSet that is really there and not
-			// being deleted, read afresh (Kubernetes' RecheckDeletionTimestamp).
-			canAdopt, checked = r.canAdopt(ctx, rs), true
-		}
-		if canAdopt != nil {
-			continue // reported once, below
-		}
-		adopted, err := r.adopt(ctx, rs, selector, pod)
-		switch {
-		case err == nil:
-			owned = append(owned, adopted)
-		case errors.Is(err, errRSSkip), apierrors.IsNotFound(err):
-		default:
-			errs = append(errs, err)
-		}
-	}
-	if canAdopt != nil {
-		errs = append(errs, canAdopt)
-	}
-	return owned, errors.Join(errs...)
-}
-
-func (r *rsRun) canAdopt(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	obj, err := r.store.Get(ctx, r.rsRes, rs.Namespace, rs.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	fresh := obj.(*appsv1.ReplicaSet)
-	if fresh.UID != rs.UID {
-		return fmt.Errorf("original ReplicaSet %s/%s is gone: got uid %s, wanted %s", rs.Namespace, rs.Name, fresh.UID, rs.UID)
-	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("%s/%s has just been deleted at %v", rs.Namespace, rs.Name, fresh.DeletionTimestamp)
-	}
-	return nil
-}
-
-// adopt makes rs the controller of an orphan pod that still matches.
-func (r *rsRun) adopt(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) (*corev1.Pod, error) {
-	out, err := r.store.Mutate(ctx, r.pods, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
-		p := obj.(*corev1.Pod)
-		if p.UID != pod.UID || p.DeletionTimestamp != nil || metav1.GetControllerOf(p) != nil || !selector.Matches(labels.Set(p.Labels)) {
-			return errRSSkip
-		}
-		ref := *metav1.NewControllerRef(rs, rsKind)
-		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == rs.UID })
-		p.OwnerReferences = append(p.OwnerReferences, ref)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.log.Info("replicaset controller: adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
-	return out.(*corev1.Pod), nil
-}
-
-// release removes rs's reference from a pod it controls that no longer
-// matches its selector.
-func (r *rsRun) release(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) error {
-	_, err := r.store.Mutate(ctx, r.pods, pod.Namespace, pod.Name, "", func(obj runtime.Object) error {
-		p := obj.(*corev1.Pod)
-		if p.UID != pod.UID || selector.Matches(labels.Set(p.Labels)) {
-			return errRSSkip
-		}
-		p.OwnerReferences = slices.DeleteFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == rs.UID })
-		return nil
-	})
-	if errors.Is(err, errRSSkip) || apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err == nil {
-		r.log.Info("replicaset controller: released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", pod.Name)
-	}
-	return err
-}
 
 // manage creates or deletes pods to bring rs to its replica count.
 func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*corev1.Pod) error {
