@@ -757,14 +757,21 @@ spec:
 		t.Parallel()
 		b.waitPod(t, "deadline", 60*time.Second, "Running", isRunning)
 		b.kubectl.ok(t, "patch", "pod", "deadline", "-p", `{"spec":{"activeDeadlineSeconds":2}}`)
-		// Seen once to take over 30 s under load (not understood yet): the
-		// agent's resync (60 s) looks at every pod again in any case.
-		p := b.waitPod(t, "deadline", 90*time.Second, "Failed with DeadlineExceeded", func(p *corev1.Pod) bool {
+		failed := func(p *corev1.Pod) bool {
 			cs := p.Status.ContainerStatuses
 			return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded" && len(cs) == 1 && cs[0].State.Terminated != nil
-		})
+		}
+		p := b.waitPod(t, "deadline", 60*time.Second, "Failed with DeadlineExceeded", failed)
 		if p.Status.Message != "Pod was active on the node longer than the specified deadline" {
 			t.Errorf("message %q", p.Status.Message)
+		}
+		// The stopped container stays, with its logs, until the pod is
+		// deleted: a later sync of the pod must not see it gone (it once
+		// went back to waiting "ContainerCreating").
+		b.kubectl.ok(t, "logs", "deadline")
+		time.Sleep(3 * time.Second)
+		if p := b.waitPod(t, "deadline", time.Second, "still Failed with its container terminated", failed); p.Status.ContainerStatuses[0].ContainerID == "" {
+			t.Errorf("container status lost its container: %+v", p.Status.ContainerStatuses[0])
 		}
 	})
 

@@ -63,7 +63,7 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		if ps.failReason == deadlineReason && hasRunning(ps) && ps.killing.CompareAndSwap(false, true) {
 			go func() {
 				defer ps.killing.Store(false)
-				if err := m.kill(ctx, pod, ps); err != nil {
+				if err := m.stop(ctx, pod, ps); err != nil {
 					m.log.Warn("pods: stop a pod past its deadline", "pod", ps.key(), "err", err)
 					m.queue.AddAfter(uid, 2*time.Second)
 				}

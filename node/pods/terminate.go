@@ -42,7 +42,11 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, ps *podState) 
 	}()
 }
 
-func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error {
+// stop stops the pod's running containers (preStop hooks, the stop
+// signal, SIGKILL after the pod's grace period) and posts the pod's
+// status with them terminated. Their records stay: a pod failed by its
+// deadline keeps its containers for their logs until it is deleted.
+func (m *Manager) stop(ctx context.Context, pod *corev1.Pod, ps *podState) error {
 	grace := 30 * time.Second
 	if pod != nil {
 		grace = gracePeriod(pod)
@@ -83,6 +87,15 @@ func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error
 			m.status.set(pod, m.podStatus(pod, ps))
 			m.status.flush(ctx, pod.UID)
 		}
+	}
+	return nil
+}
+
+// kill stops the pod's containers, then removes everything of the pod:
+// containers, network, volumes, cgroup and logs.
+func (m *Manager) kill(ctx context.Context, pod *corev1.Pod, ps *podState) error {
+	if err := m.stop(ctx, pod, ps); err != nil {
+		return err
 	}
 	for _, c := range ps.all() {
 		if err := m.rt.Remove(ctx, c.ID); err != nil {
