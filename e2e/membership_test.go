@@ -271,6 +271,45 @@ func TestTenBoards(t *testing.T) {
 		})
 	})
 
+	t.Run("every server restarted at once: the agents find them again", func(t *testing.T) {
+		servers := bs.all[:3]
+		for _, b := range servers {
+			b.kill(t)
+		}
+		// Longer than memberlist goes on gossiping to members it declared
+		// dead (GossipToTheDeadTime, 30 s on a LAN): after that only the
+		// agents' own memory of the servers brings them back.
+		time.Sleep(35 * time.Second)
+		for _, b := range servers {
+			b.start(t)
+		}
+		// The servers' seeds are each other; only the agents' memory of
+		// the servers brings them back into one gossip.
+		waitFor(t, 60*time.Second, "all ten boards alive in s1's gossip", func() bool {
+			out, err := bs.run("member", "list", "-o", "json", "--data-dir", s1.dir)
+			var members []memberInfo
+			if err != nil || json.Unmarshal([]byte(out), &members) != nil {
+				return false // s1 is still starting
+			}
+			alive := 0
+			for _, m := range members {
+				if m.State == "alive" {
+					alive++
+				}
+			}
+			return alive == 10
+		})
+		waitNodes(t, cs, "ten Ready nodes after the servers' restart", func(n map[string]*corev1.Node) bool {
+			count := 0
+			for _, node := range n {
+				if ready(node) {
+					count++
+				}
+			}
+			return count == 10
+		})
+	})
+
 	t.Run("standby server and removal", func(t *testing.T) {
 		bs.add("s4", "server", "127.0.0.14", "--join", "127.0.0.25", "--token", bs.token)
 		waitFor(t, 30*time.Second, "s4 a learner", func() bool { return raftOf(memberList(t, bs, s1), "s4") == "learner" })

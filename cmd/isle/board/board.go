@@ -119,6 +119,7 @@ func runAgent(ctx context.Context, cfg Config) error {
 	if !joinGossip(ctx, g, cfg, seeds) {
 		return nil
 	}
+	go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
 	return runNode(ctx, cfg, cred, gossip.RoleAgent, g, reg, nil)
 }
@@ -189,6 +190,61 @@ func joinGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() 
 		case <-ctx.Done():
 			return false
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// rejoinEvery is how often a board looks for servers missing from its
+// gossip.
+const rejoinEvery = 10 * time.Second
+
+// keepGossip joins the gossip again, every period until ctx ends, through
+// the servers the board knows of (the addresses seeds gives, and every
+// server it has seen in the gossip) that are not alive members. memberlist
+// never calls back a member it declared dead: when every server restarts
+// at once, the servers find each other through their seeds but not the
+// agents, which would otherwise stay among themselves for good.
+func keepGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() []string, period time.Duration) {
+	self := netip.AddrPortFrom(cfg.Address, uint16(cfg.GossipPort))
+	known := map[netip.AddrPort]bool{}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, s := range seeds() {
+			// Names (a --join host) are left to the first join: a member
+			// is known by its address.
+			if a, err := netip.ParseAddrPort(s); err == nil {
+				known[a] = true
+			}
+		}
+		present := map[netip.AddrPort]bool{}
+		for _, m := range g.Members() {
+			if m.Role == gossip.RoleServer {
+				known[m.Addr] = true
+			}
+			if m.State == gossip.Alive || m.State == gossip.Suspect {
+				present[m.Addr] = true
+			}
+		}
+		var missing []string
+		for a := range known {
+			if a != self && !present[a] {
+				missing = append(missing, a.String())
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		slices.Sort(missing)
+		if n, err := g.Join(missing); n > 0 {
+			cfg.Logger.Info("board: joined the gossip again through servers it had lost", "tried", missing, "answered", n)
+		} else {
+			cfg.Logger.Debug("board: servers missing from the gossip did not answer", "tried", missing, "err", err)
 		}
 	}
 }

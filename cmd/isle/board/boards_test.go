@@ -88,3 +88,59 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestKeepGossipAfterServerRestart: a server restarted with no seeds of
+// its own (as when every server restarts at once) is found again by an
+// agent that knew it, through keepGossip; without it the agent, which
+// declared the server dead, would never hear of it again.
+func TestKeepGossipAfterServerRestart(t *testing.T) {
+	key, err := gossip.DeriveKey("secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, agent := netip.MustParseAddr("127.87.0.3"), netip.MustParseAddr("127.87.0.4")
+	start := func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
+			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
+			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
+				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = g.Stop() })
+		return g
+	}
+	s := start("s1", gossip.RoleServer, server)
+	a := start("a1", gossip.RoleAgent, agent)
+	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
+	serverAddr := netip.AddrPortFrom(server, gossip.DefaultPort).String()
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{serverAddr} }) {
+		t.Fatal("joinGossip through the server: not joined")
+	}
+	state := func(name string) gossip.State {
+		for _, m := range a.Members() {
+			if m.Name == name {
+				return m.State
+			}
+		}
+		return ""
+	}
+	eventually(t, func() bool { return state("s1") == gossip.Alive })
+	// The agent's seeds name no server: it must have remembered s1 from
+	// the gossip itself.
+	go keepGossip(t.Context(), a, cfg, func() []string { return nil }, 200*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { st := state("s1"); return st == gossip.Dead || st == gossip.Left || st == "" })
+	s = start("s1", gossip.RoleServer, server)
+	eventually(t, func() bool { return state("s1") == gossip.Alive })
+	found := false
+	for _, m := range s.Members() {
+		found = found || m.Name == "a1" && m.State == gossip.Alive
+	}
+	if !found {
+		t.Errorf("the restarted server does not see the agent: %+v", s.Members())
+	}
+}

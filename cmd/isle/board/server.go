@@ -86,7 +86,7 @@ func runServer(ctx context.Context, cfg Config) error {
 	// The boards this server knows: the addresses it was started with, the
 	// servers it saw last, and the other store members (on the same gossip
 	// port).
-	go joinGossip(runCtx, g, cfg, func() []string {
+	seeds := func() []string {
 		seeds := slices.Clone(cfg.Join)
 		if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok {
 			seeds = append(seeds, cred.Servers...)
@@ -97,7 +97,12 @@ func runServer(ctx context.Context, cfg Config) error {
 			}
 		}
 		return seeds
-	})
+	}
+	go func() {
+		if joinGossip(runCtx, g, cfg, seeds) {
+			keepGossip(runCtx, g, cfg, seeds, rejoinEvery)
+		}
+	}()
 	nodeErr := make(chan error, 1)
 	go func() {
 		cred, err := srv.NodeCredential(runCtx)
