@@ -62,6 +62,15 @@ func patternOf(r Readiness, isLeader bool) *pattern {
 	return dark
 }
 
+// ReadyLitAt is whether the readiness LED of a board in state s is lit at
+// t, as a reader of a StateFile animates it from the pattern alone: the
+// cycle runs from the wall clock's epoch, not from when the board's
+// pattern began.
+func (s State) ReadyLitAt(t time.Time) bool {
+	on, _ := patternOf(s.Readiness, s.Leader).at(time.Duration(t.UnixNano()))
+	return on
+}
+
 // at is whether the LED is lit elapsed into the pattern, and how long it
 // stays so (until the phase ends).
 func (p *pattern) at(elapsed time.Duration) (on bool, left time.Duration) {

@@ -13,14 +13,25 @@ import (
 const StateFileName = "leds.json"
 
 // StateFile returns a Board watcher that keeps path holding the Board's
-// State as JSON, replaced whole at every change (written beside it and
-// renamed), so a reader never sees half of one. It is meant for a run
-// directory on a tmpfs: nothing is synced to disk. A failed write is
-// logged once, until one succeeds again.
+// State as JSON, replaced whole (written beside it and renamed, so a
+// reader never sees half of one) when its pattern or its counters change:
+// not at each edge of a blinking pattern, which a reader animates itself
+// (ReadyLitAt), so an idle board writes nothing. ReadyLit and ActivityLit
+// are left out. It is meant for a run directory on a tmpfs: nothing is
+// synced to disk. A failed write is logged once, until one succeeds
+// again.
 func StateFile(path string, log *slog.Logger) func(State) {
 	failing := false
+	var last *State
 	return func(st State) {
+		st.ReadyLit, st.ActivityLit = false, false
+		if last != nil && *last == st {
+			return
+		}
 		err := writeState(path, st)
+		if err == nil {
+			last = &st
+		}
 		switch {
 		case err != nil && !failing:
 			log.Warn("LED state not written; `isle status` shows it stale", "err", err)

@@ -86,6 +86,18 @@ func TestStateFile(t *testing.T) {
 	if want := (State{Readiness: Ready, Leader: true}); st != want || st.Pattern() != "solid-leader" {
 		t.Errorf("state file holds %+v (%s), want %+v", st, st.Pattern(), want)
 	}
+	// The leader's dips are edges, not changes of pattern: the file is not
+	// written again (an idle board writes nothing).
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		r.clk.advance(400 * time.Millisecond)
+	}
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the state file was replaced at an edge of the pattern (%v)", err)
+	}
 	if err := r.b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,5 +140,29 @@ func TestStateFileErrors(t *testing.T) {
 	}
 	if _, err := ReadStateFile(filepath.Join(dir, "none.json")); err == nil {
 		t.Error("ReadStateFile of no file: no error")
+	}
+}
+
+func TestReadyLitAt(t *testing.T) {
+	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	leader := State{Readiness: Ready, Leader: true}
+	for _, tc := range []struct {
+		st   State
+		t    time.Time
+		want bool
+	}{
+		{State{}, at(0), false},
+		{State{Readiness: Ready}, at(123), true},
+		{leader, at(100), false}, // the first dip
+		{leader, at(200), true},
+		{leader, at(350), false}, // the second dip
+		{leader, at(1000), true},
+		{State{Readiness: NotReady}, at(100), true},
+		{State{Readiness: NotReady}, at(130), false},
+		{State{Readiness: Starting}, at(600), false},
+	} {
+		if got := tc.st.ReadyLitAt(tc.t); got != tc.want {
+			t.Errorf("%s at %v: lit %v, want %v", tc.st.Pattern(), tc.t.UnixMilli(), got, tc.want)
+		}
 	}
 }

@@ -60,6 +60,9 @@ type StatusOptions struct {
 	Interval time.Duration
 	// Color paints lit LEDs (a terminal that takes ANSI colours).
 	Color bool
+	// Now is the clock the readiness LEDs are animated by (nil: the
+	// system's).
+	Now func() time.Time
 }
 
 // Status prints every board of the island in dir with its two LEDs, as
@@ -67,6 +70,10 @@ type StatusOptions struct {
 func Status(ctx context.Context, dir string, out io.Writer, o StatusOptions) error {
 	var last map[string]uint64 // flashes per board at the last frame
 	lines := 0
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	for {
 		boards, err := LEDs(dir)
 		if err != nil {
@@ -80,10 +87,12 @@ func Status(ctx context.Context, dir string, out io.Writer, o StatusOptions) err
 		frame.WriteString(statusLine(o.Live, "BOARD", "ROLE", "READY", "ACT", "PATTERN", "MEANING"))
 		for _, b := range boards {
 			flashes[b.Name] = b.LEDs.Flashes
-			// A flash shorter than a frame shows for one frame.
-			act := b.LEDs.ActivityLit || last != nil && b.LEDs.Flashes > last[b.Name]
+			// The state file holds the patterns, not their edges: the
+			// readiness LED is animated here, and a flash shows for one
+			// frame after the counter moved.
+			act := last != nil && b.LEDs.Flashes > last[b.Name]
 			frame.WriteString(statusLine(o.Live, b.Name, b.Role,
-				dot(o.Color, b.LEDs.ReadyLit, "32"), dot(o.Color, act, "33"), b.LEDs.Pattern(), meaning(b)))
+				dot(o.Color, b.LEDs.ReadyLitAt(now()), "32"), dot(o.Color, act, "33"), b.LEDs.Pattern(), meaning(b)))
 		}
 		if _, err := io.WriteString(out, frame.String()); err != nil {
 			return fmt.Errorf("island: status: %w", err)

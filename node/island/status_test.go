@@ -59,12 +59,13 @@ func TestStatusOnce(t *testing.T) {
 	write("pi1", led.State{Readiness: led.Ready, Leader: true, ReadyLit: true, ActivityLit: true})
 	write("pi3", led.State{Readiness: led.Ready, ReadyLit: true}) // left by an isle that died
 	var out bytes.Buffer
-	if err := Status(t.Context(), s.Dir, &out, StatusOptions{}); err != nil {
+	// One second into the leader's 3 s cycle: lit.
+	if err := Status(t.Context(), s.Dir, &out, StatusOptions{Now: func() time.Time { return time.Unix(1, 0) }}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"BOARD   ROLE    READY  ACT  PATTERN       MEANING",
-		"pi1     server  ●      ●    solid-leader  Ready, the store's leader",
+		"pi1     server  ●      ○    solid-leader  Ready, the store's leader",
 		"pi2     agent   ○      ○    off           isle starting or stopping", // no state file yet
 		"pi3     agent   ○      ○    off           isle is not running",
 	}
