@@ -17,23 +17,9 @@ import (
 // shows the server as alive with its role and address, then dead once it
 // stops answering.
 func TestJoinGossipAndBoards(t *testing.T) {
-	key, err := gossip.DeriveKey("secret")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Addresses of their own on loopback, so the default port is free.
 	server, agent := netip.MustParseAddr("127.87.0.1"), netip.MustParseAddr("127.87.0.2")
-	start := func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
-		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
-			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
-			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
-				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})
-		if err != nil {
-			t.Fatalf("start %s: %v", name, err)
-		}
-		t.Cleanup(func() { _ = g.Stop() })
-		return g
-	}
+	start := gossipStarter(t)
 	s := start("s1", gossip.RoleServer, server)
 	a := start("a1", gossip.RoleAgent, agent)
 	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
@@ -94,22 +80,8 @@ func eventually(t *testing.T, cond func() bool) {
 // agent that knew it, through keepGossip; without it the agent, which
 // declared the server dead, would never hear of it again.
 func TestKeepGossipAfterServerRestart(t *testing.T) {
-	key, err := gossip.DeriveKey("secret")
-	if err != nil {
-		t.Fatal(err)
-	}
 	server, agent := netip.MustParseAddr("127.87.0.3"), netip.MustParseAddr("127.87.0.4")
-	start := func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
-		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
-			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
-			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
-				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})
-		if err != nil {
-			t.Fatalf("start %s: %v", name, err)
-		}
-		t.Cleanup(func() { _ = g.Stop() })
-		return g
-	}
+	start := gossipStarter(t)
 	s := start("s1", gossip.RoleServer, server)
 	a := start("a1", gossip.RoleAgent, agent)
 	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
@@ -142,5 +114,25 @@ func TestKeepGossipAfterServerRestart(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the restarted server does not see the agent: %+v", s.Members())
+	}
+}
+
+// gossipStarter returns a function that starts a gossip member on
+// loopback with fast test timings, stopped when the test ends.
+func gossipStarter(t *testing.T) func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+	key, err := gossip.DeriveKey("secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
+			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
+			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
+				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = g.Stop() })
+		return g
 	}
 }
