@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/spf13/pflag"
 )
 
@@ -87,8 +88,8 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runtime.GOOS + "/" + runtime.GOARCH
-	if !strings.HasPrefix(out.String(), "isle ") || !strings.Contains(out.String(), want) {
-		t.Fatalf("version printed %q, want isle ... %s", out.String(), want)
+	if !strings.HasPrefix(out.String(), "isle ") || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "release "+wire.Release) {
+		t.Fatalf("version printed %q, want isle ... release %s ... %s", out.String(), wire.Release, want)
 	}
 }
 

@@ -142,7 +142,7 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 		boot.NewCluster = true
 		return id, boot, nil
 	case len(cfg.Join) > 0 || cfg.Token != "" && cfg.MDNS:
-		tok, resp, cred, err := join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, RaftAddr: ccfg.RaftAddr, APIAddr: ccfg.APIAdvertise})
+		tok, resp, cred, err := join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, Release: wire.Release, RaftAddr: ccfg.RaftAddr, APIAddr: ccfg.APIAdvertise})
 		if err == nil && (resp.Join == nil || resp.NodeToken == "") {
 			err = errors.New("join: the server's answer lacks the store's join information or the node credential")
 		}
