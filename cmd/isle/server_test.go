@@ -126,3 +126,15 @@ func defaultNodeFlags() nodeFlags {
 	f.add(pflag.NewFlagSet("test", pflag.PanicOnError))
 	return f
 }
+
+func TestInMemory(t *testing.T) {
+	if ok, err := inMemory("/dev/shm"); err != nil || !ok {
+		t.Errorf("/dev/shm: in memory %v, %v; want true", ok, err)
+	}
+	if ok, err := inMemory("/proc"); err != nil || ok {
+		t.Errorf("/proc: in memory %v, %v; want false", ok, err)
+	}
+	if _, err := inMemory("/no/such/dir"); err == nil || !strings.Contains(err.Error(), "/no/such/dir") {
+		t.Errorf("a missing directory: %v, want an error naming it", err)
+	}
+}
