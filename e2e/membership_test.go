@@ -416,9 +416,10 @@ func slicesWithout(args []string, flags ...string) []string {
 }
 
 type memberInfo struct {
-	Name  string `json:"name"`
-	State string `json:"state"`
-	Raft  string `json:"raft"`
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Raft    string `json:"raft"`
+	Version string `json:"version"`
 }
 
 func memberList(t *testing.T, bs *boards, server *board) []memberInfo {
