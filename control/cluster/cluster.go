@@ -269,7 +269,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		defer shutdown(debug)
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// Leading (the controllers, the floating address) goes on after ctx
+	// ends, until handOff has passed it to another server.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go whileLeader(runCtx, node, func(ctx context.Context) {
 		if cfg.Lead != nil {
