@@ -419,6 +419,7 @@ type memberInfo struct {
 	Name    string `json:"name"`
 	State   string `json:"state"`
 	Raft    string `json:"raft"`
+	RaftID  string `json:"raftID"`
 	Version string `json:"version"`
 }
 

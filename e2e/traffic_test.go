@@ -381,9 +381,6 @@ func TestServiceTraffic(t *testing.T) {
 	})
 	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
 	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
-	t.Run("a board whose containerd dies blinks fast and is NotReady within a second", func(t *testing.T) {
-		testRuntimeDownLED(t, isl, "pi5")
-	})
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
 		// A replica on each board, so that the agents have their own (the
 		// autoscaler would take them back).
@@ -408,6 +405,9 @@ func TestServiceTraffic(t *testing.T) {
 		testServersBack(t, isl, before)
 	})
 	t.Run("a power cut of every board: the cluster whole again, nothing lost or moved", func(t *testing.T) { testPowerCut(t, isl) })
+	t.Run("a board whose containerd dies blinks fast and is NotReady within a second", func(t *testing.T) {
+		testRuntimeDownLED(t, isl, "pi5")
+	})
 	t.Run("SIGTERM leaves a board's LEDs dark", func(t *testing.T) { testSIGTERMDark(t, isl, "pi4") })
 }
 

@@ -138,9 +138,37 @@ func TestRollingUpgrade(t *testing.T) {
 	if leader == "" || len(order) != 2 {
 		t.Fatalf("members %+v: want a leader and two voters", ms)
 	}
-	order = append(order, leader, "pi4", "pi5")
+	// The leader once more at the end: a server of this release hands
+	// leadership on when it stops.
+	order = append(order, leader, "pi4", "pi5", "the leader")
 	oldVersion := previousRelease[:7]
-	for _, b := range order {
+	for i, b := range order {
+		if b == leader && i == 2 {
+			// The release before this one does not hand leadership on when
+			// it stops; the README's upgrade procedure from it transfers
+			// leadership first, with that release's own command.
+			to := ""
+			for _, m := range ms {
+				if m.Name == order[0] {
+					to = m.RaftID
+				}
+			}
+			out, err := exec.Command("ip", "netns", "exec", "isle-"+leader, oldBin, "store", "transfer-leader", to).CombinedOutput()
+			if err != nil {
+				t.Fatalf("isle store transfer-leader %s on %s: %v\n%s", to, leader, err, out)
+			}
+		}
+		if b == "the leader" {
+			ms, err := members()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.Raft == "leader" {
+					b, leader = m.Name, m.Name
+				}
+			}
+		}
 		out, err := exec.Command(newBin, "board", "upgrade", b, "--dir", isl.dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("isle board upgrade %s: %v\n%s", b, err, out)
@@ -162,6 +190,15 @@ func TestRollingUpgrade(t *testing.T) {
 			return voters == 3 && upgraded
 		})
 		t.Logf("%s upgraded; %d GETs and %d writes so far, %d failed", b, gets.Load(), writes.Load(), failed.Load())
+		if i == len(order)-1 {
+			ms, err := members()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raftOf(ms, leader) == "leader" {
+				t.Errorf("%s leads again after its restart; the hand-off should have moved leadership", leader)
+			}
+		}
 	}
 	time.Sleep(5 * time.Second)
 	cancel()

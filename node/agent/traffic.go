@@ -70,34 +70,52 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if err := ds.Start(); err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	defer ds.Close()
-	collectors := []prometheus.Collector{px.Collector(), ds.Collector()}
 	var ing *ingress.Controller
 	if a.cfg.IngressHTTP != "" {
 		if ing, err = ingress.New(ingress.Config{HTTPAddr: a.cfg.IngressHTTP, HTTPSAddr: a.cfg.IngressHTTPS, Logger: a.log}); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		if err := ing.Start(); err != nil {
-			// Services and DNS still work; the port may be another's.
-			a.log.Error("agent: no ingress controller on this board", "err", err)
-			ing = nil
-		} else {
-			defer ing.Close()
-			collectors = append(collectors, ing.Collector())
-		}
 	}
-	if r := a.cfg.Registerer; r != nil {
-		for _, c := range collectors {
-			if err := r.Register(c); err != nil {
-				return fmt.Errorf("agent: traffic metrics: %w", err)
+	// The cluster DNS and the ingress controller start to answer once they
+	// know the Services and Ingresses: a restarted agent (an upgrade) must
+	// not answer NXDOMAIN or 404 for what exists.
+	serve := func() error {
+		if err := ds.Start(); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		collectors := []prometheus.Collector{px.Collector(), ds.Collector()}
+		if ing != nil {
+			if err := ing.Start(); err != nil {
+				// Services and DNS still work; the port may be another's.
+				a.log.Error("agent: no ingress controller on this board", "err", err)
+				ing = nil
+			} else {
+				collectors = append(collectors, ing.Collector())
 			}
-			defer r.Unregister(c)
 		}
+		if r := a.cfg.Registerer; r != nil {
+			for _, c := range collectors {
+				if err := r.Register(c); err != nil {
+					return fmt.Errorf("agent: traffic metrics: %w", err)
+				}
+			}
+		}
+		a.log.Info("agent: Service traffic served", "dns", bridgeIP, "cluster-dns", a.cfg.ClusterDNS, "ingress", a.cfg.IngressHTTP)
+		return nil
 	}
-	a.log.Info("agent: Service traffic served", "dns", bridgeIP, "cluster-dns", a.cfg.ClusterDNS, "ingress", a.cfg.IngressHTTP)
+	defer func() {
+		ds.Close()
+		if ing != nil {
+			ing.Close()
+		}
+		if r := a.cfg.Registerer; r != nil {
+			r.Unregister(px.Collector())
+			r.Unregister(ds.Collector())
+			if ing != nil {
+				r.Unregister(ing.Collector())
+			}
+		}
+	}()
 
 	inf, err := a.trafficInformers()
 	if err != nil {
@@ -133,6 +151,12 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 			ing.Update(ingress.Snapshot{Ingresses: listOf[*networkingv1.Ingress](inf.ingresses),
 				Classes: listOf[*networkingv1.IngressClass](inf.classes), Services: svcs, Slices: slices,
 				Secrets: listOf[*corev1.Secret](inf.secrets)})
+		}
+		if serve != nil {
+			if err := serve(); err != nil {
+				return err
+			}
+			serve = nil
 		}
 		select {
 		case <-ctx.Done():
