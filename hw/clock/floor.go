@@ -1,0 +1,91 @@
+package clock
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/isle-cluster/isle/raft/atomicfile"
+)
+
+// File, in a board's data directory, is the time the board saved (RFC
+// 3339, one line): at its last clean stop, or when a server told it the
+// time at start.
+const File = "clock"
+
+// Save writes t to dir's File, durably.
+func Save(dir string, t time.Time) error {
+	if err := atomicfile.Write(filepath.Join(dir, File), []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("clock: save the time: %w", err)
+	}
+	return nil
+}
+
+// load reads dir's File; the zero time when there is none.
+func load(dir string) (time.Time, error) {
+	path := filepath.Join(dir, File)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock: read the saved time: %w", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock: %s: not a time: %w", path, err)
+	}
+	return t, nil
+}
+
+// BuildTime is the time of the commit isle was built from (the zero time
+// when the binary does not carry it): isle cannot run before it.
+func BuildTime() time.Time {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return time.Time{}
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.time" {
+			t, _ := time.Parse(time.RFC3339, s.Value)
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// Floor is the latest of the times the board knows the time is not
+// before: build (BuildTime), the time saved in dir's File, and the start
+// of validity of certs (the CA's, the board's own). A saved time after
+// the end of validity of every one of certs is ignored, and said so: a
+// clock once far ahead would otherwise take every later start there. An
+// unreadable saved time is logged and ignored: it is only a floor.
+func Floor(log *slog.Logger, build time.Time, dir string, certs ...*x509.Certificate) Reading {
+	r := Reading{Source: "isle's build", Time: build, At: time.Now()}
+	var lastValid time.Time
+	for _, c := range certs {
+		if c.NotBefore.After(r.Time) {
+			r.Source, r.Time = "the start of validity of the certificate of "+c.Subject.CommonName+",", c.NotBefore
+		}
+		if c.NotAfter.After(lastValid) {
+			lastValid = c.NotAfter
+		}
+	}
+	saved, err := load(dir)
+	switch {
+	case err != nil:
+		log.Warn("clock: the saved time is ignored", "err", err)
+	case len(certs) > 0 && saved.After(lastValid):
+		log.Warn("clock: the saved time is ignored: it is after the end of validity of the board's certificates", "saved", stamp(saved), "file", filepath.Join(dir, File))
+	case saved.After(r.Time):
+		r.Source, r.Time = "the time saved at the last stop", saved
+	}
+	return r
+}
