@@ -20,8 +20,9 @@ import (
 // with a clock it does not trust yet, so TimeClientConfig checks the
 // chain at a moment it may be valid, and CheckServerTime accepts only a
 // time at which the certificate and the CA are both valid and which is
-// not before what the board knows (isle's build): a forged time needs a
-// key of the cluster, and even then stays within a certificate's year.
+// not before what the board knows (a day before isle's build): a forged
+// time needs a key of the cluster, and even then stays within a
+// certificate's year.
 const TimePath = "/isle/v1/time"
 
 // TimeResponse is a server's time.
@@ -32,7 +33,7 @@ type TimeResponse struct {
 // TimeClientConfig is PinnedClientConfig for a board that does not trust
 // its clock yet: the server's chain must hold the CA of hash caHash and
 // verify by it at the first moment both are valid that is not before
-// floor (isle's build time, say); there must be one. Then the time the
+// floor (a day before isle's build, say); there must be one. Then the time the
 // server tells goes through CheckServerTime.
 func TimeClientConfig(caHash string, floor time.Time) *tls.Config {
 	want := normalizeHash(caHash)
@@ -56,8 +57,8 @@ func CheckServerTime(t time.Time, certs []*x509.Certificate, caHash string, floo
 		return err
 	}
 	if t.Before(from) || t.After(to) {
-		return fmt.Errorf("wire: server time %s refused: its certificate and the CA are valid from %s to %s (and isle's build is of %s)",
-			t.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), floor.UTC().Format(time.RFC3339))
+		return fmt.Errorf("wire: server time %s refused: not from %s to %s, when its certificate and the CA are both valid and isle was built",
+			t.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -5,8 +5,9 @@
 // agent's start, its server's start) it brings its clock up to the best
 // time it knows (Clock.Advance): the servers' (read over /isle/v1, see
 // wire.TimePath), or, when no server answers, the latest of what it knows
-// the time cannot be before (Floor): isle's build, the time it saved at
-// its last stop (SaveFile), its certificates' start of validity.
+// the time cannot be before (Floor): a day before isle's build (Earliest),
+// the time it saved at its last stop (Save), its certificates' start of
+// validity.
 //
 // A Clock only ever moves forward, and only when it is behind by more than
 // MaxBehind: NTP, when the board has it, does the fine work. It sets the
@@ -64,7 +65,7 @@ func (c *Clock) Now() time.Time {
 // (time.Now(), for its monotonic reading).
 type Reading struct {
 	// Source says whose time it is, as the log line says it: "the
-	// cluster's", "isle's build", …
+	// cluster's", "the day before isle's build", …
 	Source string
 	// Server is the server that told it, if any.
 	Server string

@@ -122,7 +122,10 @@ func TestFloor(t *testing.T) {
 	discard := slog.New(slog.DiscardHandler)
 
 	dir := t.TempDir()
-	if r := Floor(discard, build, dir); !r.Time.Equal(build) || r.Source != "isle's build" {
+	if r := Floor(discard, time.Time{}, dir); !r.Time.IsZero() {
+		t.Fatalf("nothing known: %+v", r)
+	}
+	if r := Floor(discard, build, dir); !r.Time.Equal(build) || r.Source != "the day before isle's build" {
 		t.Fatalf("nothing but the build: %+v", r)
 	}
 	if r := Floor(discard, build, dir, ca, old); !r.Time.Equal(ca.NotBefore) || !strings.Contains(r.Source, "certificate of isle-ca") {

@@ -45,30 +45,34 @@ func load(dir string) (time.Time, error) {
 	return t, nil
 }
 
-// BuildTime is the time of the commit isle was built from (the zero time
-// when the binary does not carry it): isle cannot run before it.
-func BuildTime() time.Time {
+// Earliest is the earliest time isle can be running at: a day before
+// the commit it was built from (the zero time when the binary does not
+// carry it). The commit's time was taken from another machine's clock,
+// and a test run right after the commit must not set this machine's.
+func Earliest() time.Time {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return time.Time{}
 	}
 	for _, s := range info.Settings {
 		if s.Key == "vcs.time" {
-			t, _ := time.Parse(time.RFC3339, s.Value)
-			return t
+			if t, err := time.Parse(time.RFC3339, s.Value); err == nil {
+				return t.Add(-24 * time.Hour)
+			}
 		}
 	}
 	return time.Time{}
 }
 
 // Floor is the latest of the times the board knows the time is not
-// before: build (BuildTime), the time saved in dir's File, and the start
-// of validity of certs (the CA's, the board's own). A saved time after
+// before: earliest (Earliest), the time saved in dir's File,
+// and the start of validity of certs (the CA's, the board's own; they are
+// backdated by an hour already). A saved time after
 // the end of validity of every one of certs is ignored, and said so: a
 // clock once far ahead would otherwise take every later start there. An
 // unreadable saved time is logged and ignored: it is only a floor.
-func Floor(log *slog.Logger, build time.Time, dir string, certs ...*x509.Certificate) Reading {
-	r := Reading{Source: "isle's build", Time: build, At: time.Now()}
+func Floor(log *slog.Logger, earliest time.Time, dir string, certs ...*x509.Certificate) Reading {
+	r := Reading{Source: "the day before isle's build", Time: earliest, At: time.Now()}
 	var lastValid time.Time
 	for _, c := range certs {
 		if c.NotBefore.After(r.Time) {

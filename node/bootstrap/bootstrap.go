@@ -59,7 +59,7 @@ func NewClient(token wire.Token, now func() time.Time) *Client {
 
 // ServerTime asks the servers at apiAddrs, in turn, for their time
 // (wire.TimePath) over TLS pinned to the CA of hash caHash, and returns the
-// first answer wire.CheckServerTime accepts with floor, isle's build time:
+// first answer wire.CheckServerTime accepts with floor (clock.Earliest):
 // its time taken half the round trip after the server read its clock.
 func ServerTime(ctx context.Context, caHash string, apiAddrs []string, floor time.Time) (clock.Reading, error) {
 	if len(apiAddrs) == 0 {

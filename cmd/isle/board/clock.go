@@ -17,12 +17,12 @@ import (
 // before a clean stop starts from it next time.
 func settleClock(ctx context.Context, cfg Config, caHash string, apiAddrs []string, certs ...*x509.Certificate) {
 	log := cfg.Logger
-	build := clock.BuildTime()
+	earliest := clock.Earliest()
 	var r clock.Reading
 	if len(apiAddrs) > 0 {
 		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		var err error
-		r, err = bootstrap.ServerTime(tctx, caHash, apiAddrs, build)
+		r, err = bootstrap.ServerTime(tctx, caHash, apiAddrs, earliest)
 		cancel()
 		if err == nil {
 			cfg.Clock.Advance(r, log)
@@ -33,5 +33,5 @@ func settleClock(ctx context.Context, cfg Config, caHash string, apiAddrs []stri
 		}
 		log.Warn("clock: no server told its time; the clock is checked against what the board knows", "err", err)
 	}
-	cfg.Clock.Advance(clock.Floor(log, build, cfg.DataDir, certs...), log)
+	cfg.Clock.Advance(clock.Floor(log, earliest, cfg.DataDir, certs...), log)
 }

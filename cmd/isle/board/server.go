@@ -144,7 +144,7 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 	switch {
 	case cfg.Init:
 		// The CA is valid from now: not from 1970.
-		cfg.Clock.Advance(clock.Floor(cfg.Logger, clock.BuildTime(), cfg.DataDir), cfg.Logger)
+		cfg.Clock.Advance(clock.Floor(cfg.Logger, clock.Earliest(), cfg.DataDir), cfg.Logger)
 		id, err := cluster.NewIdentity(cfg.DataDir, cfg.Clock.Now())
 		if err != nil {
 			return id, boot, fmt.Errorf("cluster: %w", err)
