@@ -16,7 +16,8 @@ import (
 // machine's clock). At a year behind every certificate of the cluster is
 // not yet valid: the board joins only because it takes the servers' time
 // first, and says so; restarted, still a year behind, it does it again
-// before its agent talks to the API.
+// before its agent talks to the API. A lone server restarted a year
+// behind takes the time it knows it is not before: its CA's.
 func TestBoardClockBehind(t *testing.T) {
 	bin := isleBinary(t)
 	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
@@ -76,4 +77,22 @@ func TestBoardClockBehind(t *testing.T) {
 		t.Fatalf("k2 restarted without correcting its clock first")
 	}
 	waitNodes(t, cs, "k2 Ready after its restart", func(n map[string]*corev1.Node) bool { return ready(n["k2"]) })
+
+	// The only server restarted a year behind: no other server tells it
+	// the time, so it takes the CA's start of validity (an hour before
+	// the cluster began) before it issues its serving certificate, which
+	// would otherwise have lapsed already.
+	s1.kill(t)
+	s1.env = []string{"ISLE_TEST_CLOCK_OFFSET=-8760h"}
+	s1.start(t)
+	waitFor(t, 60*time.Second, "k1 corrects its clock by its CA", func() bool {
+		data, _ := os.ReadFile(s1.logPath)
+		return strings.Contains(string(data), "clock: system time "+yearAgo) &&
+			strings.Contains(string(data), "is behind the start of validity of the certificate of isle-ca")
+	})
+	waitFor(t, 60*time.Second, "k1's API answers with a valid certificate", func() bool {
+		_, err := cs.Discovery().ServerVersion()
+		return err == nil
+	})
+	waitNodes(t, cs, "k1 and k2 Ready after k1's restart", func(n map[string]*corev1.Node) bool { return ready(n["k1"]) && ready(n["k2"]) })
 }

@@ -62,9 +62,13 @@ func newStatsPusher(cred wire.Credential, servers *servers, pods PodStats, log *
 	if pods == nil {
 		pods = NoPodStats{}
 	}
+	now := servers.now
+	if now == nil {
+		now = time.Now
+	}
 	return &statsPusher{node: cred.Name, token: cred.NodeToken, servers: servers.candidates,
 		client: &http.Client{Transport: tr, Timeout: 5 * time.Second}, pods: pods, log: log,
-		readCPU: hw.ReadCPUTimes, readMemory: hw.ReadMemoryWorkingSet, now: servers.now, lastErr: map[string]string{}}, nil
+		readCPU: hw.ReadCPUTimes, readMemory: hw.ReadMemoryWorkingSet, now: now, lastErr: map[string]string{}}, nil
 }
 
 // run reports every interval until ctx ends. The first report comes one
