@@ -140,9 +140,9 @@ func runAgent(ctx context.Context, cfg Config) error {
 	if !joinGossip(ctx, g, cfg, seeds) {
 		return nil
 	}
-	if !newBoard {
-		// A new board set its clock as it joined.
-		settleClock(ctx, cfg, wire.CAHash(ca), bootstrap.APIAddrs(g.Members()), ca)
+	// A new board set its clock as it joined.
+	if !newBoard && !settleClock(ctx, cfg, wire.CAHash(ca), bootstrap.APIAddrs(g.Members()), ca) {
+		go askTimeUntilTold(ctx, cfg, wire.CAHash(ca), g, "", askTimeEvery)
 	}
 	go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw/clock"
 	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/node/gossip"
 )
 
 // timeServer is a server of ca that tells the time now() and takes in
@@ -113,4 +115,50 @@ func TestSettleClock(t *testing.T) {
 			t.Fatalf("join: %v, want %v", err, wire.ErrClock)
 		}
 	})
+}
+
+// TestAskTimeUntilTold: a board that found no server at its start (the
+// whole cluster lost power, and it came up first) takes the servers' time
+// once one shows up in its gossip, and then stops asking.
+func TestAskTimeUntilTold(t *testing.T) {
+	ca, err := pki.NewCA("cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := wire.NewToken(ca.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := timeServer(t, ca, tok, time.Now)
+	server, agent := netip.MustParseAddr("127.87.0.5"), netip.MustParseAddr("127.87.0.6")
+	start := gossipMetaStarter(t)
+	a := start(gossip.Meta{Name: "a1", Role: gossip.RoleAgent}, agent)
+
+	var log bytes.Buffer
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Shifted(-365 * 24 * time.Hour), Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		askTimeUntilTold(t.Context(), cfg, tok.CAHash, a, "", 20*time.Millisecond)
+	}()
+	// Alone, it asks nobody: its clock stays where it was.
+	time.Sleep(200 * time.Millisecond)
+	if d := time.Since(cfg.Clock.Now()); d < 364*24*time.Hour {
+		t.Fatalf("with no server, the clock moved: %v behind", d)
+	}
+	s := start(gossip.Meta{Name: "s1", Role: gossip.RoleServer, API: api}, server)
+	if _, err := s.Join([]string{netip.AddrPortFrom(agent, gossip.DefaultPort).String()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still asking 10 s after a server showed up")
+	}
+	if d := time.Since(cfg.Clock.Now()).Abs(); d > time.Second {
+		t.Fatalf("after the server told its time the clock is %v off", d)
+	}
+	if !strings.Contains(log.String(), "is behind the cluster's") || !strings.Contains(log.String(), "server="+api) {
+		t.Fatalf("log:\n%s", log.String())
+	}
 }

@@ -43,11 +43,9 @@ func runServer(ctx context.Context, cfg Config) error {
 	if ccfg.GossipKey, err = gossip.DeriveKey(ccfg.Identity.Token.Secret); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	if ccfg.Boot.Join == nil && !ccfg.Boot.NewCluster {
-		// A new or joining server set its clock already; a restarting one
-		// sets it before it issues its serving certificate.
-		settleServerClock(ctx, cfg, ccfg)
-	}
+	// A new or joining server set its clock already; a restarting one
+	// sets it before it issues its serving certificate.
+	told := ccfg.Boot.Join != nil || ccfg.Boot.NewCluster || settleServerClock(ctx, cfg, ccfg)
 	ccfg.Now = cfg.Clock.Now
 	var vipCfg vip.Config
 	if ccfg.VIP.IsValid() {
@@ -111,6 +109,9 @@ func runServer(ctx context.Context, cfg Config) error {
 			keepGossip(runCtx, g, cfg, seeds, rejoinEvery)
 		}
 	}()
+	if !told {
+		go askTimeUntilTold(runCtx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), g, ccfg.APIAdvertise, askTimeEvery)
+	}
 	nodeErr := make(chan error, 1)
 	go func() {
 		cred, err := srv.NodeCredential(runCtx)
@@ -176,8 +177,8 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 // servers' (found through the gossip of the servers in its credential, in
 // one attempt of at most discoverTimeout: after a power cut of the whole
 // cluster there are none yet) or, without them, by what it knows
-// (clock.Floor with the CA).
-func settleServerClock(ctx context.Context, cfg Config, ccfg cluster.Config) {
+// (clock.Floor with the CA). It reports whether a server told the time.
+func settleServerClock(ctx context.Context, cfg Config, ccfg cluster.Config) bool {
 	self := net.JoinHostPort(cfg.Address.String(), strconv.Itoa(cfg.GossipPort))
 	var apiAddrs []string
 	if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok {
@@ -190,7 +191,7 @@ func settleServerClock(ctx context.Context, cfg Config, ccfg cluster.Config) {
 			}
 		}
 	}
-	settleClock(ctx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), apiAddrs, ccfg.Identity.CA.Cert)
+	return settleClock(ctx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), apiAddrs, ccfg.Identity.CA.Cert)
 }
 
 // discoverTimeout bounds how long a restarting server looks for the
