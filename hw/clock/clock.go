@@ -16,9 +16,10 @@
 // their time from the board's Clock) still work, and says so.
 //
 // The saved time costs no idle SD-card writes: it is written at a clean
-// stop and when a server told the time at start, never periodically (the
-// boards' idle write target is 0 B/s). Between those moments the
-// certificates the board holds are a floor that costs nothing.
+// stop and when a server first tells the time after a start, never
+// periodically (the boards' idle write target is 0 B/s). Between those
+// moments the certificates the board holds are a floor that costs
+// nothing.
 package clock
 
 import (

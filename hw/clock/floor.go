@@ -16,8 +16,8 @@ import (
 )
 
 // File, in a board's data directory, is the time the board saved (RFC
-// 3339, one line): at its last clean stop, or when a server told it the
-// time at start.
+// 3339, one line): at its last clean stop, or when a server first told it
+// the time after a start.
 const File = "clock"
 
 // Save writes t to dir's File, durably.
