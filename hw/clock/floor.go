@@ -45,23 +45,29 @@ func load(dir string) (time.Time, error) {
 	return t, nil
 }
 
+// commitTime is the time of the commit isle was built from (RFC 3339),
+// stamped at link time by the Makefile (-ldflags -X); without it, Go's
+// build information (vcs.time) is used when it has it.
+var commitTime string
+
 // Earliest is the earliest time isle can be running at: a day before
 // the commit it was built from (the zero time when the binary does not
-// carry it). The commit's time was taken from another machine's clock,
+// know it). The commit's time was taken from another machine's clock,
 // and a test run right after the commit must not set this machine's.
 func Earliest() time.Time {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return time.Time{}
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.time" {
-			if t, err := time.Parse(time.RFC3339, s.Value); err == nil {
-				return t.Add(-24 * time.Hour)
+	stamp := commitTime
+	if info, ok := debug.ReadBuildInfo(); ok && stamp == "" {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.time" {
+				stamp = s.Value
 			}
 		}
 	}
-	return time.Time{}
+	t, err := time.Parse(time.RFC3339, stamp)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.Add(-24 * time.Hour)
 }
 
 // Floor is the latest of the times the board knows the time is not
