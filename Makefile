@@ -5,7 +5,9 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The commit's time: a board's clock is never set before it (package clock).
+COMMIT_TIME ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X github.com/isle-cluster/isle/hw/clock.commitTime=$(COMMIT_TIME)
 OUT     ?= out
 # gRPC (containerd's client) without its request tracing: that package
 # (golang.org/x/net/trace) renders HTML pages with html/template, and the

@@ -33,6 +33,7 @@ type board struct {
 	name, role, addr string
 	bin, dir         string
 	args             []string // the command line after the subcommand
+	env              []string // added to the test's environment
 	cmd              *exec.Cmd
 	logPath          string
 	exited           chan struct{}
@@ -45,6 +46,7 @@ func (b *board) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.cmd = exec.Command(b.bin, append([]string{b.role}, b.args...)...)
+	b.cmd.Env = append(os.Environ(), b.env...)
 	b.cmd.Stdout, b.cmd.Stderr = f, f
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", b.name, err)
@@ -85,7 +87,12 @@ type boards struct {
 }
 
 func (bs *boards) add(name, role, addr string, args ...string) *board {
-	b := &board{name: name, role: role, addr: addr, bin: bs.bin, dir: bs.t.TempDir(), logPath: filepath.Join(bs.logs, name+".log")}
+	return bs.addWithEnv(nil, name, role, addr, args...)
+}
+
+// addWithEnv is add, with env added to the board's environment.
+func (bs *boards) addWithEnv(env []string, name, role, addr string, args ...string) *board {
+	b := &board{name: name, role: role, addr: addr, bin: bs.bin, dir: bs.t.TempDir(), env: env, logPath: filepath.Join(bs.logs, name+".log")}
 	b.args = append([]string{"--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none",
 		"--run-dir", filepath.Join(b.dir, "run"), "--config", ""}, args...)
 	if role == "server" {

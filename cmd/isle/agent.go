@@ -105,9 +105,13 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err := resolveAddress(ctx, &f.address, log); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	clk, err := boardClock()
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	return board.Run(ctx, board.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, NameGiven: f.nameGiven, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns, MetricsAddr: f.metricsAddr,
-		Version: version, Commit: commit, Logger: log,
+		Version: version, Commit: commit, Logger: log, Clock: clk,
 	})
 }

@@ -104,7 +104,7 @@ func (f memberFlags) call(ctx context.Context, method, path string, out any) err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := bootstrap.NewClient(tok).Do(ctx, method, server, path, nil, out, ""); err != nil {
+	if err := bootstrap.NewClient(tok, nil).Do(ctx, method, server, path, nil, out, ""); err != nil {
 		var refused *bootstrap.Refused
 		if errors.As(err, &refused) {
 			return errors.New("member: " + refused.Reason)

@@ -157,13 +157,17 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if err := resolveAddress(ctx, &f.address, log); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	clk, err := boardClock()
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	if f.vip == f.address {
 		return fmt.Errorf("server: --vip %s is this board's own address: want a free IPv4 address on the boards' LAN", f.vip)
 	}
 	return board.Run(ctx, board.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns,
-		Version: version, Commit: commit, Logger: log,
+		Version: version, Commit: commit, Logger: log, Clock: clk,
 		Server: &cluster.Config{
 			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
 			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,

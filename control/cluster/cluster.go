@@ -93,6 +93,9 @@ type Config struct {
 	Lead func(ctx context.Context)
 	// Activity, if set, is called on the controllers' work (an LED blinks).
 	Activity func()
+	// Now is the board's clock: the time this server tells the boards
+	// (wire.TimePath) and issues certificates at. Default time.Now.
+	Now func() time.Time
 }
 
 // SnapshotTuning tunes the store's snapshots: boards with little memory
@@ -131,6 +134,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return nil
 }
@@ -226,11 +232,11 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		return err
 	}
 	// The API server's client certificate for the boards' streaming servers.
-	nodeTLS, err := id.CA.ClientConfig(wire.APIServerUser, nil, time.Now)
+	nodeTLS, err := id.CA.ClientConfig(wire.APIServerUser, nil, cfg.Now)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: time.Now,
+	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
@@ -353,7 +359,7 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	if cfg.VIP.IsValid() {
 		ips = append(ips, net.IP(cfg.VIP.AsSlice()))
 	}
-	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, time.Now())
+	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, cfg.Now())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
 	}

@@ -81,11 +81,15 @@ func (h *servingCertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // isleHandler serves the paths under /isle/ that are not the Kubernetes
-// API's: the serving certificates (node credential) and the rest, which
-// the join handler authenticates with the cluster token.
+// API's: the serving certificates (node credential), the server's time
+// (no authentication, see wire.TimePath) and the rest, which the join
+// handler authenticates with the cluster token.
 func isleHandler(certs *servingCertHandler, join *joinHandler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(wire.ServingCertPath, certs)
+	mux.HandleFunc("GET "+wire.TimePath, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, wire.TimeResponse{Time: certs.now()})
+	})
 	mux.Handle("/", join)
 	return mux
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"log/slog"
@@ -39,7 +40,7 @@ func TestServingCertHandler(t *testing.T) {
 			return []raft.Member{{Name: "pi1", ClientAddr: "api.lan:6443"}, {Name: "pi2", ClientAddr: "pi2:6443"}}
 		},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now,
+		now: func() time.Time { return time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC) },
 	}
 	// The join handler behind the same mux wants the cluster token.
 	srv := httptest.NewServer(isleHandler(h, &joinHandler{id: Identity{Token: wire.Token{Secret: "cluster-secret"}}, log: h.log}))
@@ -106,13 +107,26 @@ func TestServingCertHandler(t *testing.T) {
 		})
 	}
 
+	// The server's time is told to anyone: a board with no credential yet
+	// checks it against the server's certificate (wire.CheckServerTime).
+	resp, err := srv.Client().Get(srv.URL + wire.TimePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told wire.TimeResponse
+	err = json.NewDecoder(resp.Body).Decode(&told)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !told.Time.Equal(h.now()) {
+		t.Fatalf("time: %d %v %v, want 200 and %v", resp.StatusCode, told.Time, err, h.now())
+	}
+
 	// The rest of /isle/ is still the join handler's, behind the cluster token.
 	r, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL+"/isle/v1/members", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Header.Set("Authorization", "Bearer "+tokens["pi2"])
-	resp, err := srv.Client().Do(r)
+	resp, err = srv.Client().Do(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func TestPinnedClientConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, _, err := get(t, tc.server.URL, wire.PinnedClientConfig(tc.hash, tc.serverName))
+			body, _, err := get(t, tc.server.URL, wire.PinnedClientConfig(tc.hash, tc.serverName, nil))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("request: %v", err)
@@ -231,7 +231,7 @@ func TestPinnedClientConfigWithClientCert(t *testing.T) {
 	certPEM, keyPEM := mustServing(t, ca)
 	s := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
 	nodeCert, nodeKey := mustClient(t, ca, "system:node:isle-2", "system:nodes")
-	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1")
+	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1", nil)
 	cfg.Certificates = []tls.Certificate{mustKeyPair(t, nodeCert, nodeKey)}
 	body, _, err := get(t, s.URL, cfg)
 	if err != nil {
@@ -275,6 +275,13 @@ func TestVerifyPinnedClock(t *testing.T) {
 	if !errors.Is(err, wire.ErrClock) {
 		t.Errorf("certificate not valid yet: %v, want wire.ErrClock", err)
 	}
+	// With the board's clock set by the cluster's (a day ahead here), the
+	// same chain verifies.
+	ahead := func() time.Time { return time.Now().Add(25 * time.Hour) }
+	vc := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1", ahead).VerifyConnection
+	if err := vc(tls.ConnectionState{PeerCertificates: []*x509.Certificate{tomorrow(ca), ca.Cert}}); err != nil {
+		t.Errorf("certificate valid at the board's clock: %v", err)
+	}
 	// An impostor's, sent with the pinned CA's certificate: refused as an
 	// impostor's, whatever the time.
 	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert}, wire.CAHash(ca.Cert), "127.0.0.1")
@@ -299,5 +306,5 @@ func tokenHash(t *testing.T, ca *CA) string {
 // verifyPinned is the pinned verification of wire.PinnedClientConfig, as a
 // handshake runs it.
 func verifyPinned(certs []*x509.Certificate, caHash, serverName string) error {
-	return wire.PinnedClientConfig(caHash, serverName).VerifyConnection(tls.ConnectionState{PeerCertificates: certs})
+	return wire.PinnedClientConfig(caHash, serverName, nil).VerifyConnection(tls.ConnectionState{PeerCertificates: certs})
 }

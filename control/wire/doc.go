@@ -19,6 +19,12 @@
 // accepts a server whose chain holds the pinned CA (ErrClock when only the
 // board's clock is wrong).
 //
+// The servers' time (time.go): a board whose clock may be far behind (a
+// Raspberry Pi has no real-time clock) GETs TimePath before it checks any
+// certificate, over TimeClientConfig, and takes the answer only if
+// CheckServerTime accepts it with the server's certificates; time.go says
+// why this and not SNTP.
+//
 // Joining and membership (join.go): a board POSTs a JoinRequest to
 // JoinPath, authenticated by the token's secret, and gets a JoinResponse
 // (the CA, its node credential, the gossip key; for a server, what its

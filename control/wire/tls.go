@@ -21,29 +21,38 @@ var ErrClock = errors.New("this board's clock is outside the validity of the ser
 // ("sha256:<hex>"; compared case-insensitively) and the server's leaf
 // certificate verifies against that CA for server authentication and, if
 // serverName is not empty, for serverName (a DNS name or an IP address).
-func PinnedClientConfig(caHash string, serverName string) *tls.Config {
+// The certificates are checked at now() (nil: the system's time), the
+// board's clock.
+func PinnedClientConfig(caHash string, serverName string, now func() time.Time) *tls.Config {
 	want := normalizeHash(caHash)
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		ServerName: serverName,
+		Time:       now,
 		// The standard verification needs a root pool the joiner does not
 		// have yet; VerifyConnection does the pinned verification instead.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPinned(cs.PeerCertificates, want, serverName)
+			var at time.Time
+			if now != nil {
+				at = now()
+			}
+			return verifyPinned(cs.PeerCertificates, want, serverName, at)
 		},
 	}
 }
 
-func verifyPinned(certs []*x509.Certificate, wantHash, serverName string) error {
+// pinnedChain finds in a server's chain its leaf and the CA of hash
+// wantHash, and returns them with the options to verify the leaf by that
+// CA (at the current time; set CurrentTime for another).
+func pinnedChain(certs []*x509.Certificate, wantHash, serverName string) (leaf, ca *x509.Certificate, opts x509.VerifyOptions, err error) {
 	if len(certs) == 0 {
-		return errors.New("wire: pinned verify: server sent no certificate")
+		return nil, nil, opts, errors.New("server sent no certificate")
 	}
 	if wantHash == "" {
-		return errors.New("wire: pinned verify: empty CA hash")
+		return nil, nil, opts, errors.New("empty CA hash")
 	}
-	leaf := certs[0]
-	var ca *x509.Certificate
+	leaf = certs[0]
 	intermediates := x509.NewCertPool()
 	for _, c := range certs[1:] {
 		if ca == nil && c.IsCA && CAHash(c) == wantHash {
@@ -53,16 +62,26 @@ func verifyPinned(certs []*x509.Certificate, wantHash, serverName string) error 
 		intermediates.AddCert(c)
 	}
 	if ca == nil {
-		return fmt.Errorf("wire: pinned verify: server's chain has no CA certificate with hash %s", wantHash)
+		return nil, nil, opts, fmt.Errorf("server's chain has no CA certificate with hash %s", wantHash)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	opts := x509.VerifyOptions{
+	return leaf, ca, x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: intermediates,
 		DNSName:       serverName,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, nil
+}
+
+// verifyPinned verifies a server's chain by the CA of hash wantHash at
+// now (the zero time: the system's time).
+func verifyPinned(certs []*x509.Certificate, wantHash, serverName string, now time.Time) error {
+	leaf, _, opts, err := pinnedChain(certs, wantHash, serverName)
+	if err != nil {
+		return fmt.Errorf("wire: pinned verify: %w", err)
 	}
+	opts.CurrentTime = now
 	if _, err := leaf.Verify(opts); err != nil {
 		// Only time: the chain verifies at the leaf's first or last
 		// moment.

@@ -62,6 +62,9 @@ type Config struct {
 	// status.daemonEndpoints; 0: DefaultStreamPort (10250).
 	StreamPort int
 	Logger     *slog.Logger
+	// Now is the board's clock (package clock), at which the agent checks
+	// certificates and reports usage; nil: time.Now.
+	Now func() time.Time
 	// MaxPods is how many pods the board takes (its Node's pods
 	// capacity); 0: 110.
 	MaxPods int
@@ -149,6 +152,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if err := cfg.Credential.Validate(); err != nil {
 		return fmt.Errorf("agent: credential: %w", err)
 	}
@@ -157,7 +163,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts,
-		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback}}
+		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback, now: cfg.Now}}
 	if a.cfg.RunDir == "" {
 		a.cfg.RunDir = "/run/isle"
 	}

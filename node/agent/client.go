@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/control/wire"
@@ -29,6 +33,9 @@ type servers struct {
 	// fallback is used while gossip knows no server (a board that has just
 	// started): the addresses it joined through.
 	fallback []string
+	// now is the board's clock, at which the servers' certificates are
+	// checked.
+	now func() time.Time
 
 	mu   sync.Mutex
 	last string
@@ -105,15 +112,26 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 	if gv.Group == "" {
 		apiPath = "/api"
 	}
+	tlsCfg, err := s.tlsConfig(cred)
+	if err != nil {
+		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
+	}
 	cfg := &rest.Config{
-		Host:            "https://" + wire.APIServerName,
-		APIPath:         apiPath,
-		BearerToken:     cred.NodeToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CACert, ServerName: wire.APIServerName},
-		Dial:            s.dial,
-		UserAgent:       "isle-agent/" + cred.Name,
-		QPS:             20,
-		Burst:           40,
+		Host:        "https://" + wire.APIServerName,
+		APIPath:     apiPath,
+		BearerToken: cred.NodeToken,
+		// client-go's own transport, with the board's clock: client-go
+		// takes no clock for its certificate checks.
+		Transport: utilnet.SetTransportDefaults(&http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			TLSHandshakeTimeout: 10 * time.Second,
+			TLSClientConfig:     tlsCfg,
+			MaxIdleConnsPerHost: 25,
+			DialContext:         s.dial,
+		}),
+		UserAgent: "isle-agent/" + cred.Name,
+		QPS:       20,
+		Burst:     40,
 		ContentConfig: rest.ContentConfig{
 			GroupVersion:         &gv,
 			NegotiatedSerializer: serializer.NewCodecFactory(scheme).WithoutConversion(),
@@ -124,4 +142,14 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
 	}
 	return c, nil
+}
+
+// tlsConfig verifies the servers by the cluster CA of cred at the board's
+// time.
+func (s *servers) tlsConfig(cred wire.Credential) (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cred.CACert) {
+		return nil, errors.New("the credential's CA certificate does not parse")
+	}
+	return &tls.Config{RootCAs: pool, ServerName: wire.APIServerName, MinVersion: tls.VersionTLS12, Time: s.now}, nil
 }

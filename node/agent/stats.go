@@ -3,10 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,18 +54,21 @@ type statsPusher struct {
 }
 
 func newStatsPusher(cred wire.Credential, servers *servers, pods PodStats, log *slog.Logger) (*statsPusher, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(cred.CACert) {
-		return nil, errors.New("agent: usage reports: the credential's CA certificate does not parse")
+	tlsCfg, err := servers.tlsConfig(cred)
+	if err != nil {
+		return nil, fmt.Errorf("agent: usage reports: %w", err)
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: wire.APIServerName, MinVersion: tls.VersionTLS12},
-		MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
 	if pods == nil {
 		pods = NoPodStats{}
 	}
+	now := servers.now
+	if now == nil {
+		now = time.Now
+	}
 	return &statsPusher{node: cred.Name, token: cred.NodeToken, servers: servers.candidates,
 		client: &http.Client{Transport: tr, Timeout: 5 * time.Second}, pods: pods, log: log,
-		readCPU: hw.ReadCPUTimes, readMemory: hw.ReadMemoryWorkingSet, now: time.Now, lastErr: map[string]string{}}, nil
+		readCPU: hw.ReadCPUTimes, readMemory: hw.ReadMemoryWorkingSet, now: now, lastErr: map[string]string{}}, nil
 }
 
 // run reports every interval until ctx ends. The first report comes one

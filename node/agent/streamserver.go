@@ -131,9 +131,13 @@ func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr st
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	tr := &http.Transport{
 		DialContext:     dial,
-		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: wire.APIServerName},
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: wire.APIServerName, Time: now},
 		// A certificate a year: no connection to keep.
 		DisableKeepAlives: true,
 	}
@@ -146,7 +150,7 @@ func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr st
 		node: cfg.Credential.Name, token: cfg.Credential.NodeToken, ca: ca, caPEM: cfg.Credential.CACert,
 		path:    filepath.Join(cfg.DataDir, ServingCertFile),
 		client:  &http.Client{Transport: tr, Timeout: servingCertTimeout},
-		handler: cfg.Stream, lis: lis, log: log, now: time.Now, check: renewalCheck,
+		handler: cfg.Stream, lis: lis, log: log, now: now, check: renewalCheck,
 	}, nil
 }
 
@@ -169,6 +173,7 @@ func (s *streamServer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg.Time = s.now // the API servers' client certificates, at the board's time
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	go func() {

@@ -10,6 +10,7 @@
 // sends it too (wire.CredentialHeader) to keep its name:
 //
 //	POST /isle/v1/join  wire.JoinRequest → wire.JoinResponse
+//	GET  /isle/v1/time  wire.TimeResponse (no authentication; ServerTime)
 package bootstrap
 
 import (
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/hw/clock"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -46,12 +48,64 @@ type Client struct {
 }
 
 // NewClient returns a client that trusts only servers whose certificate
-// chains to the CA the token names.
-func NewClient(token wire.Token) *Client {
+// chains to the CA the token names, valid at now() (nil: the system's
+// time), the board's clock.
+func NewClient(token wire.Token, now func() time.Time) *Client {
 	return &Client{token: token, http: &http.Client{
 		Timeout:   20 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: wire.PinnedClientConfig(token.CAHash, "")},
+		Transport: &http.Transport{TLSClientConfig: wire.PinnedClientConfig(token.CAHash, "", now)},
 	}}
+}
+
+// ServerTime asks the servers at apiAddrs, in turn, for their time
+// (wire.TimePath) over TLS pinned to the CA of hash caHash, and returns the
+// first answer wire.CheckServerTime accepts with floor (clock.Earliest):
+// its time taken half the round trip after the server read its clock.
+func ServerTime(ctx context.Context, caHash string, apiAddrs []string, floor time.Time) (clock.Reading, error) {
+	if len(apiAddrs) == 0 {
+		return clock.Reading{}, errors.New("bootstrap: server time: no server known to ask")
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: wire.TimeClientConfig(caHash, floor), DisableKeepAlives: true}}
+	var errs []error
+	for _, addr := range apiAddrs {
+		r, err := serverTime(ctx, c, addr, caHash, floor)
+		if err == nil {
+			return r, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return clock.Reading{}, fmt.Errorf("bootstrap: server time: %w", errors.Join(errs...))
+}
+
+func serverTime(ctx context.Context, c *http.Client, addr, caHash string, floor time.Time) (clock.Reading, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+wire.TimePath, nil)
+	if err != nil {
+		return clock.Reading{}, err
+	}
+	sent := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return clock.Reading{}, err
+	}
+	defer resp.Body.Close()
+	at := time.Now()
+	if resp.StatusCode != http.StatusOK {
+		return clock.Reading{}, fmt.Errorf("HTTP %d (a server older than this board?)", resp.StatusCode)
+	}
+	var tr wire.TimeResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&tr); err != nil {
+		return clock.Reading{}, fmt.Errorf("answer: %w", err)
+	}
+	if resp.TLS == nil {
+		return clock.Reading{}, errors.New("answer not over TLS")
+	}
+	if err := wire.CheckServerTime(tr.Time, resp.TLS.PeerCertificates, caHash, floor); err != nil {
+		return clock.Reading{}, err
+	}
+	return clock.Reading{Source: "the cluster's", Server: addr, Time: tr.Time.Add(at.Sub(sent) / 2), At: at}, nil
 }
 
 // Join asks the servers at apiAddrs, in turn, to add this board; credential

@@ -71,7 +71,7 @@ func TestJoin(t *testing.T) {
 	stranger := server(t, other, answer(200, wire.JoinResponse{CACert: other.CertPEM}))
 
 	req := wire.JoinRequest{Name: "pi", Role: wire.RoleAgent}
-	c := NewClient(tok)
+	c := NewClient(tok, nil)
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -115,5 +115,62 @@ func TestAPIAddrs(t *testing.T) {
 	}
 	if got := strings.Join(APIAddrs(ms), ","); got != "10.0.0.1:6443,10.0.0.3:6443" {
 		t.Fatalf("APIAddrs: %s", got)
+	}
+}
+
+func TestServerTime(t *testing.T) {
+	ca, err := pki.NewCA("cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.NewCA("another cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := wire.CAHash(ca.Cert)
+	tells := func(at func() time.Time) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != wire.TimePath || r.Method != http.MethodGet {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(wire.TimeResponse{Time: at()})
+		}
+	}
+	good := server(t, ca, tells(time.Now))
+	// A server's certificate is valid for pki.LeafValidity from now (less
+	// pki.ClockSkew): a time beyond it, or before it, is not the
+	// cluster's.
+	future := server(t, ca, tells(func() time.Time { return time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	past := server(t, ca, tells(func() time.Time { return time.Now().AddDate(-1, 0, 0) }))
+	stranger := server(t, other, tells(time.Now))
+	old := server(t, ca, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
+
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		addrs []string
+		floor time.Time
+		want  string // error substring; "" for success
+	}{
+		{"the cluster's time", []string{good}, time.Time{}, ""},
+		{"past a liar to a good server", []string{future, good}, time.Time{}, ""},
+		{"far in the future", []string{future}, time.Time{}, "server time 2099-01-01T00:00:00Z refused"},
+		{"before the server's certificate", []string{past}, time.Time{}, "refused"},
+		{"another cluster's server", []string{stranger}, time.Time{}, "no CA certificate with hash"},
+		{"a server without the time", []string{old}, time.Time{}, "HTTP 401"},
+		{"a certificate that lapsed before isle's build", []string{good}, time.Now().AddDate(2, 0, 0), "not valid at any time after isle's build"},
+		{"nobody", nil, time.Time{}, "no server known"},
+	}
+	for _, tc := range cases {
+		r, err := ServerTime(ctx, hash, tc.addrs, tc.floor)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want == "" && (r.Now().Sub(time.Now()).Abs() > time.Second || r.Server != good || r.Source != "the cluster's"):
+			t.Errorf("%s: %+v, want the time now from %s", tc.name, r, good)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %+v, %v, want an error with %q", tc.name, r, err, tc.want)
+		}
 	}
 }

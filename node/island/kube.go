@@ -136,7 +136,7 @@ func storeStanding(ctx context.Context, s *State, token string) (map[string]stri
 	addr := strings.TrimPrefix(s.APIServer(), "https://")
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := bootstrap.NewClient(tok).Do(cctx, http.MethodGet, addr, wire.MembersPath, nil, &members, ""); err != nil {
+	if err := bootstrap.NewClient(tok, nil).Do(cctx, http.MethodGet, addr, wire.MembersPath, nil, &members, ""); err != nil {
 		return nil, fmt.Errorf("island: members: %w", err)
 	}
 	out := map[string]string{}

@@ -24,7 +24,9 @@ import (
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/hw/clock"
 	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -58,6 +60,10 @@ type Config struct {
 	// Version and Commit of isle.
 	Version, Commit string
 	Logger          *slog.Logger
+	// Clock is the board's clock, set by the servers' before the board
+	// checks certificates, and saved at a clean stop (package clock).
+	// Default: clock.System().
+	Clock *clock.Clock
 	// Agent holds the settings of the board's node agent (how it runs
 	// pods); its identity, addresses and logger are filled in here.
 	Agent agent.Config
@@ -72,10 +78,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Server != nil {
-		return runServer(ctx, cfg)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System()
 	}
-	return runAgent(ctx, cfg)
+	var err error
+	if cfg.Server != nil {
+		err = runServer(ctx, cfg)
+	} else {
+		err = runAgent(ctx, cfg)
+	}
+	if err == nil {
+		// A clean stop: the next start, maybe without network time, is
+		// not before now.
+		if serr := clock.Save(cfg.DataDir, cfg.Clock.Now()); serr != nil {
+			cfg.Logger.Warn("clock: the time is not saved", "err", serr)
+		}
+	}
+	return err
 }
 
 // runAgent runs an agent board: a new one joins the cluster first.
@@ -85,12 +104,14 @@ func runAgent(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	newBoard := false
 	switch {
 	case joined && cfg.NameGiven && cred.Name != cfg.Name:
 		return fmt.Errorf("agent: %s belongs to the node %q, not %q: use --name %s, or another --data-dir", cfg.DataDir, cred.Name, cfg.Name, cred.Name)
 	case !joined && cfg.Token == "":
 		return errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
 	case !joined:
+		newBoard = true
 		_, _, cred, err = join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleAgent, Release: wire.Release})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
@@ -118,6 +139,10 @@ func runAgent(ctx context.Context, cfg Config) error {
 	seeds := func() []string { return append(slices.Clone(cfg.Join), cred.Servers...) }
 	if !joinGossip(ctx, g, cfg, seeds) {
 		return nil
+	}
+	// A new board set its clock as it joined.
+	if !newBoard && !settleClock(ctx, cfg, wire.CAHash(ca), bootstrap.APIAddrs(g.Members()), ca) {
+		go askTimeUntilTold(ctx, cfg, wire.CAHash(ca), g, "", askTimeEvery)
 	}
 	go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
 	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
@@ -255,5 +280,6 @@ func runNode(ctx context.Context, cfg Config, cred wire.Credential, role gossip.
 	acfg := cfg.Agent
 	acfg.Credential, acfg.Role, acfg.Address, acfg.DataDir = cred, role, cfg.Address.String(), cfg.DataDir
 	acfg.Gossip, acfg.Fallback, acfg.KubeVersion, acfg.Logger, acfg.Registerer = g, fallback, apiserver.KubeVersion, cfg.Logger, reg
+	acfg.Now = cfg.Clock.Now
 	return agent.Run(ctx, acfg)
 }

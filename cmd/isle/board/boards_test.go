@@ -120,12 +120,21 @@ func TestKeepGossipAfterServerRestart(t *testing.T) {
 // gossipStarter returns a function that starts a gossip member on
 // loopback with fast test timings, stopped when the test ends.
 func gossipStarter(t *testing.T) func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+	start := gossipMetaStarter(t)
+	return func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
+		return start(gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"}, addr)
+	}
+}
+
+// gossipMetaStarter is gossipStarter for members of any metadata.
+func gossipMetaStarter(t *testing.T) func(meta gossip.Meta, addr netip.Addr) *gossip.Gossip {
 	key, err := gossip.DeriveKey("secret")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(name string, role gossip.Role, addr netip.Addr) *gossip.Gossip {
-		g, err := gossip.Start(gossip.Config{Meta: gossip.Meta{Name: name, Role: role, Arch: "arm64", Version: "test"},
+	return func(meta gossip.Meta, addr netip.Addr) *gossip.Gossip {
+		name := meta.Name
+		g, err := gossip.Start(gossip.Config{Meta: meta,
 			Addr: addr, Port: gossip.DefaultPort, Key: key, Logger: slog.New(slog.DiscardHandler),
 			Tuning: &gossip.Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time.Millisecond, SuspicionMult: 3,
 				GossipInterval: 50 * time.Millisecond, PushPull: 2 * time.Second}})

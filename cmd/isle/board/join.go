@@ -13,9 +13,9 @@ import (
 
 // join is a board's first start, a server's or an agent's: with the
 // cluster token, find the servers through the gossip of any board at
-// cfg.Join (none: the boards of the token's cluster on the LAN), ask one to
-// take the board in as req says, and return its answer and the board's
-// node credential, not saved yet.
+// cfg.Join (none: the boards of the token's cluster on the LAN), set the
+// board's clock by theirs, ask one to take the board in as req says, and
+// return its answer and the board's node credential, not saved yet.
 func join(ctx context.Context, cfg Config, req wire.JoinRequest) (wire.Token, wire.JoinResponse, wire.Credential, error) {
 	log := cfg.Logger
 	tok, err := wire.ParseToken(cfg.Token)
@@ -39,9 +39,11 @@ func join(ctx context.Context, cfg Config, req wire.JoinRequest) (wire.Token, wi
 	if err != nil {
 		return tok, wire.JoinResponse{}, wire.Credential{}, fmt.Errorf("join: %w", err)
 	}
+	// The first certificate a board checks is the server's, here.
+	settleClock(ctx, cfg, tok.CAHash, bootstrap.APIAddrs(found))
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := bootstrap.NewClient(tok).Join(jctx, bootstrap.APIAddrs(found), req, "")
+	resp, err := bootstrap.NewClient(tok, cfg.Clock.Now).Join(jctx, bootstrap.APIAddrs(found), req, "")
 	if err != nil {
 		return tok, resp, wire.Credential{}, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
+	"github.com/isle-cluster/isle/hw/clock"
+	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/node/vip"
 	"github.com/isle-cluster/isle/raft"
@@ -41,6 +43,10 @@ func runServer(ctx context.Context, cfg Config) error {
 	if ccfg.GossipKey, err = gossip.DeriveKey(ccfg.Identity.Token.Secret); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	// A new or joining server set its clock already; a restarting one
+	// sets it before it issues its serving certificate.
+	told := ccfg.Boot.Join != nil || ccfg.Boot.NewCluster || settleServerClock(ctx, cfg, ccfg)
+	ccfg.Now = cfg.Clock.Now
 	var vipCfg vip.Config
 	if ccfg.VIP.IsValid() {
 		vipCfg = vip.Config{VIP: ccfg.VIP, Board: cfg.Address, Logger: log}
@@ -103,6 +109,9 @@ func runServer(ctx context.Context, cfg Config) error {
 			keepGossip(runCtx, g, cfg, seeds, rejoinEvery)
 		}
 	}()
+	if !told {
+		go askTimeUntilTold(runCtx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), g, ccfg.APIAdvertise, askTimeEvery)
+	}
 	// The board's agent (its Ingress and Service proxy among the rest)
 	// stops after the control plane: a leader that stops hands leadership
 	// and the floating address on while the Ingress still answers on it.
@@ -141,7 +150,9 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 	}
 	switch {
 	case cfg.Init:
-		id, err := cluster.NewIdentity(cfg.DataDir, time.Now())
+		// The CA is valid from now: not from 1970.
+		cfg.Clock.Advance(clock.Floor(cfg.Logger, clock.Earliest(), cfg.DataDir), cfg.Logger)
+		id, err := cluster.NewIdentity(cfg.DataDir, cfg.Clock.Now())
 		if err != nil {
 			return id, boot, fmt.Errorf("cluster: %w", err)
 		}
@@ -166,4 +177,50 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 		return id, boot, nil
 	}
 	return cluster.Identity{}, boot, fmt.Errorf("cluster: %s holds no server yet: start a new cluster with --init or join one with --token T (and --join ADDR, unless the cluster is found by mDNS)", cfg.DataDir)
+}
+
+// settleServerClock sets the clock of a restarting server by the other
+// servers' (found through the gossip of the servers in its credential, in
+// one attempt of at most discoverTimeout: after a power cut of the whole
+// cluster there are none yet) or, without them, by what it knows
+// (clock.Floor with the CA). It reports whether a server told the time.
+func settleServerClock(ctx context.Context, cfg Config, ccfg cluster.Config) bool {
+	self := net.JoinHostPort(cfg.Address.String(), strconv.Itoa(cfg.GossipPort))
+	var apiAddrs []string
+	if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok {
+		seeds := slices.DeleteFunc(slices.Clone(cred.Servers), func(s string) bool { return s == self })
+		if len(seeds) > 0 {
+			for _, a := range bootstrap.APIAddrs(discoverFor(cfg, ccfg.GossipKey, seeds, discoverTimeout)) {
+				if a != ccfg.APIAdvertise {
+					apiAddrs = append(apiAddrs, a)
+				}
+			}
+		}
+	}
+	return settleClock(ctx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), apiAddrs, ccfg.Identity.CA.Cert)
+}
+
+// discoverTimeout bounds how long a restarting server looks for the
+// others to tell it the time: seeds that are down may each take a TCP
+// timeout.
+const discoverTimeout = 5 * time.Second
+
+// discoverFor is gossip.Discover through seeds, given up after d (the
+// discovery ends on its own later).
+func discoverFor(cfg Config, key []byte, seeds []string, d time.Duration) []gossip.Member {
+	done := make(chan []gossip.Member, 1)
+	go func() {
+		found, err := gossip.Discover(cfg.Address, key, seeds)
+		if err != nil {
+			cfg.Logger.Info("clock: no other server found to tell the time", "err", err)
+		}
+		done <- found
+	}()
+	select {
+	case found := <-done:
+		return found
+	case <-time.After(d):
+		cfg.Logger.Info("clock: no other server found to tell the time", "seeds", seeds, "waited", d)
+		return nil
+	}
 }
