@@ -223,7 +223,7 @@ func TestTenBoards(t *testing.T) {
 				"upgrade one minor release at a time"},
 		} {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			_, err := bootstrap.NewClient(tok).Join(ctx, []string{"127.0.0.11:6443"}, tc.req, "")
+			_, err := bootstrap.NewClient(tok, time.Now).Join(ctx, []string{"127.0.0.11:6443"}, tc.req, "")
 			cancel()
 			var refused *bootstrap.Refused
 			if !errors.As(err, &refused) || refused.Code != http.StatusConflict || !strings.Contains(err.Error(), tc.want) {
