@@ -93,6 +93,10 @@ type Config struct {
 	Lead func(ctx context.Context)
 	// Activity, if set, is called on the controllers' work (an LED blinks).
 	Activity func()
+	// LeafValidity is how long the certificates this server issues are
+	// valid (0: pki.LeafValidity, a year); tests of their renewal shorten
+	// it. They are renewed at three fifths of their life.
+	LeafValidity time.Duration
 }
 
 // SnapshotTuning tunes the store's snapshots: boards with little memory
@@ -131,6 +135,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.LeafValidity != 0 && c.LeafValidity < 10*time.Second {
+		return fmt.Errorf("cluster: certificate validity %v: want at least 10s", c.LeafValidity)
 	}
 	return nil
 }
@@ -221,15 +228,19 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
 	members := &membership{node: node, boards: boards, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
-	servingTLS, err := servingConfig(id, cfg)
+	id.CA.LeafValidity = cfg.LeafValidity
+	serving, servingTLS, err := servingConfig(id, cfg)
 	if err != nil {
 		return err
 	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	// The API server's client certificate for the boards' streaming servers.
-	nodeTLS, err := id.CA.ClientConfig(wire.APIServerUser, nil, time.Now)
+	nodeClient, err := startCerts(runCtx, cfg, serving)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return err
 	}
+	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: time.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	api := apiserver.New(apiserver.Config{
@@ -269,8 +280,6 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		defer shutdown(debug)
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	go whileLeader(runCtx, node, func(ctx context.Context) {
 		if cfg.Lead != nil {
 			cfg.Lead(ctx)
@@ -332,8 +341,9 @@ func shutdown(srv *http.Server) {
 	_ = srv.Shutdown(ctx)
 }
 
-// servingConfig issues this server's serving certificate from the CA.
-func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
+// servingConfig issues this server's serving certificate from the CA, and
+// serves it renewed.
+func servingConfig(id Identity, cfg Config) (*pki.Leaf, *tls.Config, error) {
 	host, _, _ := net.SplitHostPort(cfg.APIAdvertise)
 	var ips []net.IP
 	var names []string
@@ -350,15 +360,15 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	if cfg.VIP.IsValid() {
 		ips = append(ips, net.IP(cfg.VIP.AsSlice()))
 	}
-	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, time.Now())
+	leaf, err := id.CA.ServingLeaf(cfg.Name, names, ips, time.Now)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
-	c, err := pki.ServerConfig(id.CA, certPEM, keyPEM)
+	c, err := pki.ServerConfig(id.CA, leaf)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
-	return c, nil
+	return leaf, c, nil
 }
 
 // whileLeader runs f whenever this member becomes the leader, with a

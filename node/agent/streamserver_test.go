@@ -39,14 +39,16 @@ type certIssuer struct {
 func newCertIssuer(t *testing.T, ca *pki.CA, tokens map[string]string) *certIssuer {
 	t.Helper()
 	ci := &certIssuer{ca: ca, tokens: tokens}
-	certPEM, keyPEM, err := ca.IssueServing("server", nil, nil, time.Now())
+	leaf, err := ca.ServingLeaf("server", nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pki.ServerConfig(ca, certPEM, keyPEM)
+	cfg, err := pki.ServerConfig(ca, leaf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pair, _ := cfg.GetCertificate(nil)
+	cfg.Certificates = []tls.Certificate{*pair} // or StartTLS adds httptest's own
 	ci.srv = httptest.NewUnstartedServer(ci)
 	ci.srv.TLS = cfg
 	ci.srv.StartTLS()
@@ -125,10 +127,11 @@ func (s *streamServer) start(t *testing.T) (stop func()) {
 // apiServerTLS is the API servers' client configuration for node name.
 func apiServerTLS(t *testing.T, ca *pki.CA, name string) *tls.Config {
 	t.Helper()
-	cfg, err := ca.ClientConfig(wire.APIServerUser, nil, nil)
+	leaf, err := ca.ClientLeaf(wire.APIServerUser, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := pki.ClientConfig(ca, leaf)
 	cfg.ServerName = name
 	return cfg
 }
