@@ -26,6 +26,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/events"
@@ -287,6 +288,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM),
+			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),
 			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {
 			opts = append(opts, controllers.WithActivity(cfg.Activity))

@@ -210,3 +210,30 @@ func TestServerConfigRenews(t *testing.T) {
 		t.Fatal("the client certificate was not renewed at the new handshake")
 	}
 }
+
+func TestState(t *testing.T) {
+	ca := mustCA(t, "isle") // ten years from testNow
+	leaf := mustParseCert(t, first(mustServing(t, ca)))
+	tests := []struct {
+		name string
+		cert *x509.Certificate
+		at   time.Time
+		want string
+	}{
+		{"fresh CA", ca.Cert, testNow, StateOK},
+		{"CA a year and a day before its end", ca.Cert, ca.Cert.NotAfter.Add(-366 * 24 * time.Hour), StateOK},
+		{"CA within a year of its end", ca.Cert, ca.Cert.NotAfter.Add(-364 * 24 * time.Hour), StateRenewSoon},
+		{"CA expired", ca.Cert, ca.Cert.NotAfter, StateExpired},
+		{"clock far behind", ca.Cert, testNow.Add(-2 * time.Hour), StateNotYetValid},
+		{"fresh leaf", leaf, testNow, StateOK},
+		{"leaf due", leaf, wire.RenewAt(leaf), StateRenewSoon},
+		{"leaf expired", leaf, leaf.NotAfter.Add(time.Second), StateExpired},
+	}
+	for _, tc := range tests {
+		if got := State(tc.cert, tc.at); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func first(a, _ []byte) []byte { return a }

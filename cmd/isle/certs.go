@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/isle-cluster/isle/control/cluster"
+	"github.com/isle-cluster/isle/control/pki"
+	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/node/agent"
+)
+
+func newCertsCommand() *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Check the certificates of a board",
+	}
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "List every certificate of a board's data directory with its expiry",
+		Long: `List every certificate DATA-DIR holds or names: the cluster CA, the API
+server's serving certificate and its client certificate to the boards'
+streaming servers (a server's), the streaming server's certificate, and the
+client certificates of the kubeconfigs written with isle kubeconfig -o.
+
+A leaf is RENEW-SOON once three fifths of its life have passed: its holder
+renews it within the hour, so one that stays RENEW-SOON is not being renewed
+(a kubeconfig someone edited: write a new one). The CA is RENEW-SOON within a
+year of its end. The command fails when a certificate is EXPIRED,
+NOT-YET-VALID (a clock far behind) or unreadable, or the CA ends within a
+year.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return certsCheck(cmd.OutOrStdout(), dataDir, time.Now())
+		},
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of a board (server or agent)")
+	cmd.AddCommand(check)
+	return cmd
+}
+
+// Labels of the kinds of certificates in the table.
+var certKindLabels = map[string]string{
+	cluster.KindCA:         "cluster CA",
+	cluster.KindServing:    "API serving",
+	cluster.KindNodeClient: "API client to boards",
+	kindNodeServing:        "streaming server",
+	cluster.KindKubeconfig: "kubeconfig",
+}
+
+const kindNodeServing = "node-serving"
+
+// certsCheck writes the table of the certificates of dataDir at now to w,
+// and fails when one is expired, not yet valid or unreadable, or the CA is
+// within a year of its end.
+func certsCheck(w io.Writer, dataDir string, now time.Time) error {
+	files := cluster.ServerCertFiles(dataDir)
+	if len(files) == 0 || files[0].Kind != cluster.KindCA {
+		// An agent's board: the CA is in its credential.
+		cred, ok, err := wire.LoadCredential(dataDir)
+		if ok || err != nil {
+			cf := cluster.CertFile{Kind: cluster.KindCA, Path: filepath.Join(dataDir, wire.CredentialFile), Err: err}
+			if err == nil {
+				cf.Cert, cf.Err = wire.ParseCertPEM(cred.CACert)
+			}
+			files = append([]cluster.CertFile{cf}, files...)
+		}
+	}
+	path := filepath.Join(dataDir, agent.ServingCertFile)
+	if b, err := os.ReadFile(path); !errors.Is(err, fs.ErrNotExist) {
+		cf := cluster.CertFile{Kind: kindNodeServing, Path: path, Err: err}
+		if err == nil {
+			cf.Cert, cf.Err = wire.ParseCertPEM(b)
+		}
+		files = append(files, cf)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("certs check: %s holds no certificates: is it the data directory of an isle board (--data-dir)?", dataDir)
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHAT\tSUBJECT\tISSUER\tNOT AFTER\tLEFT\tSTATE\tFILE")
+	var bad []string
+	for _, f := range files {
+		if f.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tERROR\t%s: %v\n", certKindLabels[f.Kind], f.Path, f.Err)
+			bad = append(bad, f.Path+" unreadable")
+			continue
+		}
+		c := f.Cert
+		state := pki.State(c, now)
+		left := c.NotAfter.Sub(now)
+		leftText := duration.HumanDuration(left)
+		if left < 0 {
+			leftText = "-" + duration.HumanDuration(-left)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", certKindLabels[f.Kind], c.Subject.CommonName, c.Issuer.CommonName,
+			c.NotAfter.UTC().Format(time.RFC3339), leftText, state, f.Path)
+		switch {
+		case state == pki.StateExpired || state == pki.StateNotYetValid:
+			bad = append(bad, fmt.Sprintf("%s %s %s", certKindLabels[f.Kind], c.Subject.CommonName, state))
+		case state == pki.StateRenewSoon && f.Kind == cluster.KindCA:
+			bad = append(bad, fmt.Sprintf("the cluster CA expires in %s, on %s: replace it before then",
+				duration.HumanDuration(left), c.NotAfter.UTC().Format(time.DateOnly)))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("certs check: %d problems: %v", len(bad), bad)
+	}
+	return nil
+}
