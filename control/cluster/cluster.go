@@ -169,7 +169,7 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.VIP.IsValid() {
 		apiServer = "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
 	}
-	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer}); err != nil {
+	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer, LeafValidity: cfg.LeafValidity}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	events.RegisterMetrics(cfg.Metrics)

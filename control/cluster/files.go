@@ -20,7 +20,7 @@ import (
 //	token               the cluster token (0600): it decrypts the CA key
 //	pki/ca.crt          the cluster CA certificate
 //	pki/ca.key.sealed   the CA key, sealed with the token's secret
-//	cluster.json        this server's API address, for `isle kubeconfig`
+//	cluster.json        this server's API address and certificates' validity, for `isle kubeconfig`
 const (
 	tokenFile     = "token"
 	caCertFile    = "pki/ca.crt"
@@ -41,6 +41,9 @@ type Identity struct {
 // localInfo is cluster.json.
 type localInfo struct {
 	APIServer string `json:"apiServer"` // https://host:port
+	// LeafValidity is Config.LeafValidity, if set: `isle kubeconfig`
+	// issues certificates as the server does.
+	LeafValidity time.Duration `json:"leafValidity,omitempty"`
 }
 
 func writeFile(dir, name string, data []byte) error {
@@ -135,28 +138,39 @@ func saveLocalInfo(dir string, info localInfo) error {
 
 // LocalAPIServer returns the API server URL recorded in a data directory.
 func LocalAPIServer(dir string) (string, error) {
+	info, err := loadLocalInfo(dir)
+	return info.APIServer, err
+}
+
+func loadLocalInfo(dir string) (localInfo, error) {
+	var info localInfo
 	b, err := os.ReadFile(filepath.Join(dir, clusterFile))
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", filepath.Join(dir, clusterFile), err)
+		return info, fmt.Errorf("read %s: %w", filepath.Join(dir, clusterFile), err)
 	}
-	var info localInfo
 	if err := json.Unmarshal(b, &info); err != nil || info.APIServer == "" {
-		return "", fmt.Errorf("read %s: damaged", filepath.Join(dir, clusterFile))
+		return info, fmt.Errorf("read %s: damaged", filepath.Join(dir, clusterFile))
 	}
-	return info.APIServer, nil
+	return info, nil
 }
 
 // AdminKubeconfig issues an administrator's client certificate from the
-// CA in dir and returns a kubeconfig for server.
+// CA in dir, valid as long as the server's, and returns a kubeconfig for
+// server (empty: the one the server recorded).
 func AdminKubeconfig(dir, server string, now time.Time) ([]byte, error) {
 	id, err := LoadIdentity(dir)
 	if err != nil {
 		return nil, err
 	}
+	info, err := loadLocalInfo(dir)
+	switch {
+	case err == nil:
+		id.CA.LeafValidity = info.LeafValidity
+	case server == "":
+		return nil, err
+	}
 	if server == "" {
-		if server, err = LocalAPIServer(dir); err != nil {
-			return nil, err
-		}
+		server = info.APIServer
 	}
 	certPEM, keyPEM, err := id.CA.IssueClient("isle-admin", []string{"system:masters"}, now)
 	if err != nil {
