@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +28,11 @@ not renewed (isle certs check lists the files and their expiry).`,
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
+			if _, err := cmd.OutOrStdout().Write(b); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "isle kubeconfig: its client certificate expires in a year and is not renewed: write the kubeconfig with -o FILE to have the server renew it")
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of a server")
