@@ -51,25 +51,23 @@ year.`,
 
 // Labels of the kinds of certificates in the table.
 var certKindLabels = map[string]string{
-	cluster.KindCA:         "cluster CA",
-	cluster.KindServing:    "API serving",
-	cluster.KindNodeClient: "API client to boards",
-	kindNodeServing:        "streaming server",
-	cluster.KindKubeconfig: "kubeconfig",
+	wire.CertKindCA:         "cluster CA",
+	wire.CertKindServing:    "API serving",
+	wire.CertKindNodeClient: "API client to boards",
+	wire.CertKindNode:       "streaming server",
+	wire.CertKindKubeconfig: "kubeconfig",
 }
-
-const kindNodeServing = "node-serving"
 
 // certsCheck writes the table of the certificates of dataDir at now to w,
 // and fails when one is expired, not yet valid or unreadable, or the CA is
 // within a year of its end.
 func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 	files := cluster.ServerCertFiles(dataDir)
-	if len(files) == 0 || files[0].Kind != cluster.KindCA {
+	if len(files) == 0 || files[0].Kind != wire.CertKindCA {
 		// An agent's board: the CA is in its credential.
 		cred, ok, err := wire.LoadCredential(dataDir)
 		if ok || err != nil {
-			cf := cluster.CertFile{Kind: cluster.KindCA, Path: filepath.Join(dataDir, wire.CredentialFile), Err: err}
+			cf := cluster.CertFile{Kind: wire.CertKindCA, Path: filepath.Join(dataDir, wire.CredentialFile), Err: err}
 			if err == nil {
 				cf.Cert, cf.Err = wire.ParseCertPEM(cred.CACert)
 			}
@@ -78,7 +76,7 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 	}
 	path := filepath.Join(dataDir, agent.ServingCertFile)
 	if b, err := os.ReadFile(path); !errors.Is(err, fs.ErrNotExist) {
-		cf := cluster.CertFile{Kind: kindNodeServing, Path: path, Err: err}
+		cf := cluster.CertFile{Kind: wire.CertKindNode, Path: path, Err: err}
 		if err == nil {
 			cf.Cert, cf.Err = wire.ParseCertPEM(b)
 		}
@@ -109,7 +107,7 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 		switch {
 		case state == pki.StateExpired || state == pki.StateNotYetValid:
 			bad = append(bad, fmt.Sprintf("%s %s %s", certKindLabels[f.Kind], c.Subject.CommonName, state))
-		case state == pki.StateRenewSoon && f.Kind == cluster.KindCA:
+		case state == pki.StateRenewSoon && f.Kind == wire.CertKindCA:
 			bad = append(bad, fmt.Sprintf("the cluster CA expires in %s, on %s: replace it before then",
 				duration.HumanDuration(left), c.NotAfter.UTC().Format(time.DateOnly)))
 		}

@@ -34,14 +34,6 @@ const (
 	kubeconfigsFile    = "pki/kubeconfigs.json"
 )
 
-// The kinds of certificates, as the expiry metric labels them.
-const (
-	KindCA         = "ca"
-	KindServing    = "apiserver-serving"
-	KindNodeClient = "apiserver-node-client"
-	KindKubeconfig = "kubeconfig"
-)
-
 // startCerts issues the API servers' client certificate to the streaming
 // servers, saves it and the serving certificate as they are issued,
 // exports their expiry and the CA's as metrics, and renews them, and the
@@ -61,7 +53,7 @@ func startCerts(ctx context.Context, cfg Config, serving *pki.Leaf) (nodeClient 
 		go l.Run(ctx, log)
 	}
 	for kind, cert := range map[string]func() *x509.Certificate{
-		KindCA: func() *x509.Certificate { return ca.Cert }, KindServing: serving.Current, KindNodeClient: nodeClient.Current,
+		wire.CertKindCA: func() *x509.Certificate { return ca.Cert }, wire.CertKindServing: serving.Current, wire.CertKindNodeClient: nodeClient.Current,
 	} {
 		if err := cfg.Metrics.Register(expiryGauge(kind, cert)); err != nil {
 			return nil, fmt.Errorf("cluster: certificate metrics: %w", err)
@@ -200,7 +192,7 @@ func renewKubeconfig(path string, ca *pki.CA, now time.Time) (bool, error) {
 // CertFile is a certificate a data directory holds, or names, for `isle
 // certs check`.
 type CertFile struct {
-	Kind string // KindCA, ...
+	Kind string // wire.CertKindCA, ...
 	Path string
 	Cert *x509.Certificate // nil: Err says why
 	Err  error
@@ -213,7 +205,7 @@ type CertFile struct {
 func ServerCertFiles(dir string) []CertFile {
 	var out []CertFile
 	for _, f := range []struct{ kind, name string }{
-		{KindCA, caCertFile}, {KindServing, servingCertFile}, {KindNodeClient, nodeClientCertFile},
+		{wire.CertKindCA, caCertFile}, {wire.CertKindServing, servingCertFile}, {wire.CertKindNodeClient, nodeClientCertFile},
 	} {
 		path := filepath.Join(dir, f.name)
 		b, err := os.ReadFile(path)
@@ -228,14 +220,14 @@ func ServerCertFiles(dir string) []CertFile {
 	}
 	rec, err := loadKubeconfigRecord(dir)
 	if err != nil {
-		out = append(out, CertFile{Kind: KindKubeconfig, Path: filepath.Join(dir, kubeconfigsFile), Err: err})
+		out = append(out, CertFile{Kind: wire.CertKindKubeconfig, Path: filepath.Join(dir, kubeconfigsFile), Err: err})
 	}
 	for _, path := range rec.Files {
 		b, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		cf := CertFile{Kind: KindKubeconfig, Path: path, Err: err}
+		cf := CertFile{Kind: wire.CertKindKubeconfig, Path: path, Err: err}
 		if err == nil {
 			cf.Cert, cf.Err = pki.KubeconfigClientCert(b)
 		}

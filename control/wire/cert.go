@@ -85,12 +85,21 @@ func RenewalWait(cert *x509.Certificate, now time.Time) time.Duration {
 
 // CertExpiryMetric is the gauge servers and agents export on /metrics for
 // each certificate they hold: the seconds until it expires (negative:
-// expired), labelled certificate=<kind> (ca, apiserver-serving,
-// apiserver-node-client, node-serving). A server warns of the CA a year
+// expired), labelled certificate=<kind>. A server warns of the CA a year
 // ahead; an alert rule can watch the others.
 const (
 	CertExpiryMetric = "isle_certificate_expiry_seconds"
 	CertExpiryHelp   = "Seconds until the certificate expires (negative: expired), by kind of certificate."
+)
+
+// The kinds of certificates isle holds, as CertExpiryMetric and `isle
+// certs check` name them.
+const (
+	CertKindCA         = "ca"                    // the cluster CA
+	CertKindServing    = "apiserver-serving"     // an API server's
+	CertKindNodeClient = "apiserver-node-client" // the API servers' client certificate to the streaming servers
+	CertKindNode       = "node-serving"          // a board's streaming server's
+	CertKindKubeconfig = "kubeconfig"            // an administrator's kubeconfig's client certificate
 )
 
 // ParseCertPEM parses the first PEM block, which must be a certificate.

@@ -174,7 +174,7 @@ func (s *streamServer) run(ctx context.Context) error {
 	}
 	if s.reg != nil {
 		expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: wire.CertExpiryMetric, Help: wire.CertExpiryHelp,
-			ConstLabels: prometheus.Labels{"certificate": "node-serving"}},
+			ConstLabels: prometheus.Labels{"certificate": wire.CertKindNode}},
 			func() float64 { return time.Until(s.cert.Load().Leaf.NotAfter).Seconds() })
 		if err := s.reg.Register(expiry); err != nil {
 			return fmt.Errorf("agent: streaming server: certificate metric: %w", err)
