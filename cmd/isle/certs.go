@@ -88,11 +88,16 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHAT\tSUBJECT\tISSUER\tNOT AFTER\tLEFT\tSTATE\tFILE")
-	var bad []string
+	var bad, warnings []string
 	for _, f := range files {
 		if f.Err != nil {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tERROR\t%s: %v\n", certKindLabels[f.Kind], f.Path, f.Err)
-			bad = append(bad, f.Path+" unreadable")
+			if f.Kind == wire.CertKindKubeconfig {
+				// A user's file, since changed: not isle's any more.
+				warnings = append(warnings, fmt.Sprintf("%s is no kubeconfig isle can renew: %v", f.Path, f.Err))
+			} else {
+				bad = append(bad, f.Path+" unreadable")
+			}
 			continue
 		}
 		c := f.Cert
@@ -102,8 +107,16 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 		if left < 0 {
 			leftText = "-" + duration.HumanDuration(-left)
 		}
+		file := f.Path
+		if f.Edited {
+			file += " (edited: not renewed)"
+			if state != pki.StateExpired {
+				warnings = append(warnings, fmt.Sprintf("%s was edited since isle wrote it: its certificate is not renewed and expires in %s; write a new one with isle kubeconfig -o",
+					f.Path, leftText))
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", certKindLabels[f.Kind], c.Subject.CommonName, c.Issuer.CommonName,
-			c.NotAfter.UTC().Format(time.RFC3339), leftText, state, f.Path)
+			c.NotAfter.UTC().Format(time.RFC3339), leftText, state, file)
 		switch {
 		case state == pki.StateExpired || state == pki.StateNotYetValid:
 			bad = append(bad, fmt.Sprintf("%s %s %s", certKindLabels[f.Kind], c.Subject.CommonName, state))
@@ -114,6 +127,9 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, warning := range warnings {
+		fmt.Fprintln(w, "warning: "+warning)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("certs check: %d problems: %v", len(bad), bad)

@@ -85,6 +85,30 @@ func TestCertsCheck(t *testing.T) {
 		})
 	}
 
+	// Kubeconfigs changed by their users: warned of, not failed.
+	b, _ := os.ReadFile(kc)
+	write(t, kc, []byte(strings.Replace(string(b), "    user: isle-admin\n", "    namespace: web\n    user: isle-admin\n", 1)))
+	junk := filepath.Join(t.TempDir(), "junk.conf")
+	if err := cluster.WriteAdminKubeconfig(dir, "https://127.0.0.1:6443", junk, now); err != nil {
+		t.Fatal(err)
+	}
+	write(t, junk, []byte("users: 3\n"))
+	var out bytes.Buffer
+	err = certsCheck(&out, dir, now)
+	for _, p := range []string{
+		`(?m)^kubeconfig +isle-admin .* OK +` + regexp.QuoteMeta(kc) + ` \(edited: not renewed\)$`,
+		`(?m)^kubeconfig +- .* ERROR +` + regexp.QuoteMeta(junk) + `: `,
+		`(?m)^warning: ` + regexp.QuoteMeta(kc) + ` was edited since isle wrote it: its certificate is not renewed and expires in 365d; write a new one`,
+		`(?m)^warning: ` + regexp.QuoteMeta(junk) + ` is no kubeconfig isle can renew`,
+	} {
+		if !regexp.MustCompile(p).MatchString(out.String()) {
+			t.Errorf("no match for %q in\n%s", p, out.String())
+		}
+	}
+	if err != nil {
+		t.Fatalf("users' kubeconfigs changed: %v; want warnings only", err)
+	}
+
 	// An agent's board: the CA from its credential; a damaged file is an error.
 	agentDir := t.TempDir()
 	cred := wire.Credential{Name: "pi2", NodeToken: "abcdef.0123456789abcdef0123456789abcdef", CACert: id.CA.CertPEM, GossipKey: make([]byte, 32)}
@@ -92,7 +116,7 @@ func TestCertsCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(agentDir, agent.ServingCertFile), []byte("junk"))
-	var out bytes.Buffer
+	out.Reset()
 	err = certsCheck(&out, agentDir, now)
 	if !regexp.MustCompile(`(?m)^cluster CA .* OK +\S+node-credential.json\n.*ERROR`).MatchString(out.String()) || err == nil || !strings.Contains(err.Error(), "unreadable") {
 		t.Fatalf("agent's board: %v\n%s", err, out.String())

@@ -196,6 +196,9 @@ type CertFile struct {
 	Path string
 	Cert *x509.Certificate // nil: Err says why
 	Err  error
+	// Edited is a kubeconfig changed since isle wrote it, whose
+	// certificate the server does not renew.
+	Edited bool
 }
 
 // ServerCertFiles are the certificates a server's data directory dir
@@ -229,7 +232,9 @@ func ServerCertFiles(dir string) []CertFile {
 		}
 		cf := CertFile{Kind: wire.CertKindKubeconfig, Path: path, Err: err}
 		if err == nil {
-			cf.Cert, cf.Err = pki.KubeconfigClientCert(b)
+			var renewable bool
+			cf.Cert, renewable, cf.Err = pki.KubeconfigClientCert(b, adminUser)
+			cf.Edited = cf.Err == nil && !renewable
 		}
 		out = append(out, cf)
 	}

@@ -154,6 +154,10 @@ func loadLocalInfo(dir string) (localInfo, error) {
 	return info, nil
 }
 
+// adminUser is the administrators' user in kubeconfigs (group
+// system:masters).
+const adminUser = "isle-admin"
+
 // AdminKubeconfig issues an administrator's client certificate from the
 // CA in dir, valid as long as the server's, and returns a kubeconfig for
 // server (empty: the one the server recorded).
@@ -172,9 +176,9 @@ func AdminKubeconfig(dir, server string, now time.Time) ([]byte, error) {
 	if server == "" {
 		server = info.APIServer
 	}
-	certPEM, keyPEM, err := id.CA.IssueClient("isle-admin", []string{"system:masters"}, now)
+	certPEM, keyPEM, err := id.CA.IssueClient(adminUser, []string{"system:masters"}, now)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return pki.Kubeconfig("isle", server, id.CA.CertPEM, "isle-admin", certPEM, keyPEM, "")
+	return pki.Kubeconfig("isle", server, id.CA.CertPEM, adminUser, certPEM, keyPEM, "")
 }

@@ -135,13 +135,39 @@ func parseKubeconfig(data []byte) (*kubeconfig, *x509.Certificate, error) {
 }
 
 // KubeconfigClientCert returns the client certificate of a kubeconfig
-// that Kubeconfig wrote, or an error saying why data is not one.
-func KubeconfigClientCert(data []byte) (*x509.Certificate, error) {
-	_, cert, err := parseKubeconfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("pki: kubeconfig: %w", err)
+// that Kubeconfig wrote, and renewable true if it is still as written
+// (RenewKubeconfig renews it). Of one edited since (a namespace set,
+// merged with other clusters) it returns the certificate of the user
+// named user, or of its one user with a certificate, and renewable false.
+func KubeconfigClientCert(data []byte, user string) (cert *x509.Certificate, renewable bool, err error) {
+	if _, cert, err := parseKubeconfig(data); err == nil {
+		return cert, true, nil
 	}
-	return cert, nil
+	var cfg kubeconfig
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, false, fmt.Errorf("pki: kubeconfig: %w", err)
+	}
+	var named, withCert []namedUser
+	for _, u := range cfg.Users {
+		if len(u.User.ClientCertificateData) == 0 {
+			continue
+		}
+		withCert = append(withCert, u)
+		if u.Name == user {
+			named = append(named, u)
+		}
+	}
+	found := named
+	if len(found) == 0 {
+		found = withCert
+	}
+	if len(found) != 1 {
+		return nil, false, fmt.Errorf("pki: kubeconfig: %d users with a client certificate, %d named %q; want one", len(withCert), len(named), user)
+	}
+	if cert, err = wire.ParseCertPEM(found[0].User.ClientCertificateData); err != nil {
+		return nil, false, fmt.Errorf("pki: kubeconfig: user %q: client %w", found[0].Name, err)
+	}
+	return cert, false, nil
 }
 
 // RenewKubeconfig returns data, a kubeconfig that Kubeconfig wrote, with

@@ -226,8 +226,8 @@ func TestRenewKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := KubeconfigClientCert(written); err != nil || !c.Equal(mustParseCert(t, certPEM)) {
-		t.Fatalf("KubeconfigClientCert: %v, %v; want the certificate written", c, err)
+	if c, renewable, err := KubeconfigClientCert(written, "isle-admin"); err != nil || !renewable || !c.Equal(mustParseCert(t, certPEM)) {
+		t.Fatalf("KubeconfigClientCert: %v, %v, %v; want the certificate written, renewable", c, renewable, err)
 	}
 	// Issued with an hour's backdating: due 0.6 × 11h = 6.6h after it.
 	if out, renewed, err := ca.RenewKubeconfig(written, testNow.Add(5*time.Hour)); out != nil || renewed || err != nil {
@@ -237,7 +237,7 @@ func TestRenewKubeconfig(t *testing.T) {
 	if err != nil || !renewed {
 		t.Fatalf("due: %v, %v; want renewed", renewed, err)
 	}
-	c, err := KubeconfigClientCert(out)
+	c, _, err := KubeconfigClientCert(out, "isle-admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,4 +289,41 @@ func mustKubeconfig(t *testing.T, ca *CA, certPEM, keyPEM []byte, token string) 
 		t.Fatal(err)
 	}
 	return out
+}
+
+func TestKubeconfigClientCertEdited(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	adminCert, adminKey := mustClient(t, ca, "isle-admin", "system:masters")
+	otherCert, otherKey := mustClient(t, ca, "bob")
+	written := string(mustKubeconfig(t, ca, adminCert, adminKey, ""))
+	other := string(mustKubeconfig(t, ca, otherCert, otherKey, ""))
+	otherUser := other[strings.Index(other, "users:\n")+len("users:\n"):]
+	// A second user, as kubectl config set-credentials writes it.
+	merged := func(name string) string {
+		return strings.Replace(written, "users:\n", "users:\n"+strings.Replace(otherUser, "name: isle-admin", "name: "+name, 1), 1)
+	}
+	tests := []struct {
+		name, data string
+		wantCN     string // "": an error
+		renewable  bool
+	}{
+		{"as written", written, "isle-admin", true},
+		{"a namespace set", strings.Replace(written, "    user: isle-admin\n", "    namespace: web\n    user: isle-admin\n", 1), "isle-admin", false},
+		{"another user beside", merged("bob"), "isle-admin", false},
+		{"renamed, its form kept", strings.ReplaceAll(written, "name: isle-admin", "name: me"), "isle-admin", true},
+		{"two users, neither ours", strings.Replace(merged("bob"), "name: isle-admin\n", "name: me\n", 1), "", false},
+		{"a token", string(mustKubeconfig(t, ca, nil, nil, "abc.def")), "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, renewable, err := KubeconfigClientCert([]byte(tc.data), "isle-admin")
+			switch {
+			case tc.wantCN == "" && err == nil:
+				t.Fatalf("got %v; want an error", c.Subject)
+			case tc.wantCN == "":
+			case err != nil || c.Subject.CommonName != tc.wantCN || renewable != tc.renewable:
+				t.Fatalf("%v, renewable %v, %v; want %s, %v\n%s", c, renewable, err, tc.wantCN, tc.renewable, tc.data)
+			}
+		})
+	}
 }
