@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,20 +15,23 @@ func newKubeconfigCommand() *cobra.Command {
 		Use:   "kubeconfig",
 		Short: "Print (or write) an administrator's kubeconfig for the server of a data directory",
 		Long: `Issue an administrator's client certificate (system:masters) from the cluster
-CA kept in DATA-DIR and print a kubeconfig for it, or write it to -o FILE (0600).`,
+CA kept in DATA-DIR and print a kubeconfig for it, or write it to -o FILE (0600).
+The server of DATA-DIR renews the client certificate of a FILE written with -o
+before it expires, as long as the file is as isle wrote it; a printed one is
+not renewed (isle certs check lists the files and their expiry).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out != "" {
+				return cluster.WriteAdminKubeconfig(dataDir, server, out, time.Now())
+			}
 			b, err := cluster.AdminKubeconfig(dataDir, server, time.Now())
 			if err != nil {
 				return err
 			}
-			if out == "" {
-				_, err = cmd.OutOrStdout().Write(b)
+			if _, err := cmd.OutOrStdout().Write(b); err != nil {
 				return err
 			}
-			if err := os.WriteFile(out, b, 0o600); err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
-			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "isle kubeconfig: its client certificate expires in a year and is not renewed: write the kubeconfig with -o FILE to have the server renew it")
 			return nil
 		},
 	}

@@ -191,5 +191,6 @@ func inMemory(dir string) (bool, error) {
 	if err := unix.Statfs(dir, &fs); err != nil {
 		return false, fmt.Errorf("statfs %s: %w", dir, err)
 	}
-	return fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC, nil
+	t := uint32(fs.Type) // int32 on 32-bit ARM
+	return t == unix.TMPFS_MAGIC || t == unix.RAMFS_MAGIC, nil
 }

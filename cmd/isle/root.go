@@ -20,6 +20,7 @@ func newRootCommand() *cobra.Command {
 		newMemberCommand(),
 		newStoreCommand(),
 		newKubeconfigCommand(),
+		newCertsCommand(),
 		newImagesCommand(),
 		newUpCommand(),
 		newDownCommand(),

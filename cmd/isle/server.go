@@ -41,6 +41,7 @@ type serverFlags struct {
 	logLevel        string
 	memLimit        string
 	snapshot        cluster.SnapshotTuning
+	certValidity    time.Duration
 	node            nodeFlags
 }
 
@@ -83,6 +84,9 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
+	// For tests of certificate renewal only: lifetimes of minutes.
+	fl.DurationVar(&f.certValidity, "cert-validity", 0, "validity of the certificates this server issues (0: a year); for tests of their renewal")
+	_ = fl.MarkHidden("cert-validity")
 	f.node.add(fl)
 	return cmd
 }
@@ -104,6 +108,9 @@ func (f *serverFlags) validate() error {
 	}
 	if f.removeDeadAfter < 0 || f.removeDeadAfter > 0 && f.removeDeadAfter < 10*time.Second {
 		return fmt.Errorf("--remove-dead-after %v: want 0 (never) or at least 10s, so a reboot is not taken for a death", f.removeDeadAfter)
+	}
+	if f.certValidity != 0 && f.certValidity < 10*time.Second {
+		return fmt.Errorf("--cert-validity %v: want 0 (a year) or at least 10s", f.certValidity)
 	}
 	if f.nodeGrace < time.Second {
 		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
@@ -171,6 +178,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 		Server: &cluster.Config{
 			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
 			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,
+			LeafValidity: f.certValidity,
 		},
 	})
 }

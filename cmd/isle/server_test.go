@@ -29,6 +29,7 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"join with a URL", func(f *serverFlags) { f.init = false; f.token = "x"; f.join = []string{"https://10.0.0.2/"} }, "--join"},
 		{"gossip port out of range", func(f *serverFlags) { f.gossipPort = 0 }, "--gossip-port"},
 		{"remove dead too soon", func(f *serverFlags) { f.removeDeadAfter = time.Second }, "--remove-dead-after"},
+		{"certificates of a second", func(f *serverFlags) { f.certValidity = time.Second }, "--cert-validity"},
 		{"remove dead after a minute", func(f *serverFlags) { f.removeDeadAfter = time.Minute }, ""},
 		{"wildcard address", func(f *serverFlags) { f.address = "0.0.0.0" }, "--address"},
 		{"not an address", func(f *serverFlags) { f.address = "pi1.local" }, "--address"},

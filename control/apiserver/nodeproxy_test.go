@@ -127,10 +127,11 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 	// The API server.
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: quiet})
-	nodeTLS, err := ca.ClientConfig(wire.APIServerUser, nil, nil)
+	nodeLeaf, err := ca.ClientLeaf(wire.APIServerUser, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodeTLS := pki.ClientConfig(ca, nodeLeaf)
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: quiet, NodeTLS: nodeTLS,
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {
@@ -138,14 +139,16 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 			return u, ok
 		},
 	})
-	servingPEM, servingKey, err := ca.IssueServing("apiserver", nil, nil, time.Now())
+	serving, err := ca.ServingLeaf("apiserver", nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiTLS, err := pki.ServerConfig(ca, servingPEM, servingKey)
+	apiTLS, err := pki.ServerConfig(ca, serving)
 	if err != nil {
 		t.Fatal(err)
 	}
+	served, _ := apiTLS.GetCertificate(nil)
+	apiTLS.Certificates = []tls.Certificate{*served} // or StartTLS adds httptest's own
 	srv := httptest.NewUnstartedServer(api)
 	srv.TLS, srv.EnableHTTP2 = apiTLS, true // as http.Server.ServeTLS serves it
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/controllers"
+	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/events"
@@ -96,6 +97,10 @@ type Config struct {
 	// Now is the board's clock: the time this server tells the boards
 	// (wire.TimePath) and issues certificates at. Default time.Now.
 	Now func() time.Time
+	// LeafValidity is how long the certificates this server issues are
+	// valid (0: pki.LeafValidity, a year); tests of their renewal shorten
+	// it. They are renewed at three fifths of their life.
+	LeafValidity time.Duration
 }
 
 // SnapshotTuning tunes the store's snapshots: boards with little memory
@@ -138,6 +143,9 @@ func (c *Config) Validate() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.LeafValidity != 0 && c.LeafValidity < 10*time.Second {
+		return fmt.Errorf("cluster: certificate validity %v: want at least 10s", c.LeafValidity)
+	}
 	return nil
 }
 
@@ -167,7 +175,7 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.VIP.IsValid() {
 		apiServer = "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
 	}
-	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer}); err != nil {
+	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer, LeafValidity: cfg.LeafValidity}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	events.RegisterMetrics(cfg.Metrics)
@@ -227,15 +235,19 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
 	members := &membership{node: node, boards: boards, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
-	servingTLS, err := servingConfig(id, cfg)
+	id.CA.LeafValidity = cfg.LeafValidity
+	serving, servingTLS, err := servingConfig(id, cfg)
 	if err != nil {
 		return err
 	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	// The API server's client certificate for the boards' streaming servers.
-	nodeTLS, err := id.CA.ClientConfig(wire.APIServerUser, nil, cfg.Now)
+	nodeClient, err := startCerts(runCtx, cfg, serving)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return err
 	}
+	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	api := apiserver.New(apiserver.Config{
@@ -277,15 +289,16 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 
 	// Leading (the controllers, the floating address) goes on after ctx
 	// ends, until handOff has passed it to another server.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	go whileLeader(runCtx, node, func(ctx context.Context) {
+	leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLead()
+	go whileLeader(leadCtx, node, func(ctx context.Context) {
 		if cfg.Lead != nil {
 			cfg.Lead(ctx)
 		}
 		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM),
+			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),
 			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {
 			opts = append(opts, controllers.WithActivity(cfg.Activity))
@@ -341,8 +354,9 @@ func shutdown(srv *http.Server) {
 	_ = srv.Shutdown(ctx)
 }
 
-// servingConfig issues this server's serving certificate from the CA.
-func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
+// servingConfig issues this server's serving certificate from the CA, and
+// serves it renewed.
+func servingConfig(id Identity, cfg Config) (*pki.Leaf, *tls.Config, error) {
 	host, _, _ := net.SplitHostPort(cfg.APIAdvertise)
 	var ips []net.IP
 	var names []string
@@ -359,15 +373,15 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	if cfg.VIP.IsValid() {
 		ips = append(ips, net.IP(cfg.VIP.AsSlice()))
 	}
-	certPEM, keyPEM, err := id.CA.IssueServing(cfg.Name, names, ips, cfg.Now())
+	leaf, err := id.CA.ServingLeaf(cfg.Name, names, ips, cfg.Now)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
-	c, err := pki.ServerConfig(id.CA, certPEM, keyPEM)
+	c, err := pki.ServerConfig(id.CA, leaf)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
-	return c, nil
+	return leaf, c, nil
 }
 
 // handOff lets a server that stops (isle upgraded, the board shut down)

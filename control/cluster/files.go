@@ -20,7 +20,7 @@ import (
 //	token               the cluster token (0600): it decrypts the CA key
 //	pki/ca.crt          the cluster CA certificate
 //	pki/ca.key.sealed   the CA key, sealed with the token's secret
-//	cluster.json        this server's API address, for `isle kubeconfig`
+//	cluster.json        this server's API address and certificates' validity, for `isle kubeconfig`
 const (
 	tokenFile     = "token"
 	caCertFile    = "pki/ca.crt"
@@ -41,6 +41,9 @@ type Identity struct {
 // localInfo is cluster.json.
 type localInfo struct {
 	APIServer string `json:"apiServer"` // https://host:port
+	// LeafValidity is Config.LeafValidity, if set: `isle kubeconfig`
+	// issues certificates as the server does.
+	LeafValidity time.Duration `json:"leafValidity,omitempty"`
 }
 
 func writeFile(dir, name string, data []byte) error {
@@ -135,32 +138,47 @@ func saveLocalInfo(dir string, info localInfo) error {
 
 // LocalAPIServer returns the API server URL recorded in a data directory.
 func LocalAPIServer(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, clusterFile))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", filepath.Join(dir, clusterFile), err)
-	}
-	var info localInfo
-	if err := json.Unmarshal(b, &info); err != nil || info.APIServer == "" {
-		return "", fmt.Errorf("read %s: damaged", filepath.Join(dir, clusterFile))
-	}
-	return info.APIServer, nil
+	info, err := loadLocalInfo(dir)
+	return info.APIServer, err
 }
 
+func loadLocalInfo(dir string) (localInfo, error) {
+	var info localInfo
+	b, err := os.ReadFile(filepath.Join(dir, clusterFile))
+	if err != nil {
+		return info, fmt.Errorf("read %s: %w", filepath.Join(dir, clusterFile), err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil || info.APIServer == "" {
+		return info, fmt.Errorf("read %s: damaged", filepath.Join(dir, clusterFile))
+	}
+	return info, nil
+}
+
+// adminUser is the administrators' user in kubeconfigs (group
+// system:masters).
+const adminUser = "isle-admin"
+
 // AdminKubeconfig issues an administrator's client certificate from the
-// CA in dir and returns a kubeconfig for server.
+// CA in dir, valid as long as the server's, and returns a kubeconfig for
+// server (empty: the one the server recorded).
 func AdminKubeconfig(dir, server string, now time.Time) ([]byte, error) {
 	id, err := LoadIdentity(dir)
 	if err != nil {
 		return nil, err
 	}
-	if server == "" {
-		if server, err = LocalAPIServer(dir); err != nil {
-			return nil, err
-		}
+	info, err := loadLocalInfo(dir)
+	switch {
+	case err == nil:
+		id.CA.LeafValidity = info.LeafValidity
+	case server == "":
+		return nil, err
 	}
-	certPEM, keyPEM, err := id.CA.IssueClient("isle-admin", []string{"system:masters"}, now)
+	if server == "" {
+		server = info.APIServer
+	}
+	certPEM, keyPEM, err := id.CA.IssueClient(adminUser, []string{"system:masters"}, now)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return pki.Kubeconfig("isle", server, id.CA.CertPEM, "isle-admin", certPEM, keyPEM, "")
+	return pki.Kubeconfig("isle", server, id.CA.CertPEM, adminUser, certPEM, keyPEM, "")
 }

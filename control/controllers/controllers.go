@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
@@ -35,6 +36,7 @@ type tableOptions struct {
 	nodes    nodelifecycle.Config
 	activity func()
 	rootCA   []byte
+	caExpiry *caexpiry.Config
 }
 
 // WithActivity calls f at every action a controller reports (every Event
@@ -58,6 +60,12 @@ func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Optio
 // (PEM); without it the publisher does not run.
 func WithRootCA(certPEM []byte) Option {
 	return func(o *tableOptions) { o.rootCA = certPEM }
+}
+
+// WithCAExpiry runs the CA expiry warning (package caexpiry); without it
+// the table has none.
+func WithCAExpiry(cfg caexpiry.Config) Option {
+	return func(o *tableOptions) { o.caExpiry = &cfg }
 }
 
 // Table returns every controller, in start order.
@@ -84,6 +92,9 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 	}
 	if o.liveness != nil {
 		table = append(table, nodelifecycle.New(store, o.liveness, o.nodes, log.With("controller", "nodelifecycle")))
+	}
+	if o.caExpiry != nil {
+		table = append(table, caexpiry.New(*o.caExpiry, log.With("controller", "ca-expiry"), ev.Recorder("isle-certificates")))
 	}
 	return table
 }

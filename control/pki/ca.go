@@ -37,6 +37,10 @@ type CA struct {
 	Key     *ecdsa.PrivateKey
 	CertPEM []byte
 	KeyPEM  []byte
+	// LeafValidity is how long the certificates it issues are valid (0:
+	// the constant LeafValidity). Tests of renewal shorten it; set it
+	// before the CA issues anything.
+	LeafValidity time.Duration
 }
 
 // NewCA makes a self-signed ECDSA P-256 CA valid for CAValidity from now.

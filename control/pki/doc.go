@@ -9,13 +9,43 @@
 // # Certificates
 //
 // NewCA makes a self-signed CA valid for ten years; IssueServing and
-// IssueClient make one-year leaves with fresh P-256 keys. Client
-// certificates follow Kubernetes' convention: the common name is the user
-// and the organizations are its groups (the admin is CN=isle-admin,
-// O=system:masters). Every NotBefore is backdated by ClockSkew, because
-// boards without a real-time clock may boot with a clock slightly behind.
-// wire.CAHash is kubeadm's discovery-token-ca-cert-hash: "sha256:" followed by
-// the hex SHA-256 of the CA's SubjectPublicKeyInfo.
+// IssueClient make leaves with fresh P-256 keys, valid for the CA's
+// LeafValidity (a year unless a test shortens it, `isle server
+// --cert-validity`) and never past the CA's end. Client certificates
+// follow Kubernetes' convention: the common name is the user and the
+// organizations are its groups (the admin is CN=isle-admin,
+// O=system:masters). Every NotBefore is backdated by ClockSkew (a tenth of
+// a short validity at most), because boards without a real-time clock may
+// boot with a clock slightly behind. wire.CAHash is kubeadm's
+// discovery-token-ca-cert-hash: "sha256:" followed by the hex SHA-256 of the
+// CA's SubjectPublicKeyInfo.
+//
+// # Renewal
+//
+// No certificate lapses while its holder runs: each is renewed at three
+// fifths of its life (wire.RenewalDue), its holder looking at least hourly
+// (wire.RenewalWait), so a year's certificate is replaced months before it
+// ends and well before two thirds of its life. A Leaf is a certificate a
+// process holds and hands to TLS (GetCertificate, GetClientCertificate):
+// renewed at the handshake that finds it due and by Leaf.Run ahead of
+// handshakes; connections made before go on with the old one.
+//
+//	certificate                     holder, renewal                                 file (for isle certs check)
+//	CA (10 years)                   every server; not renewed: warned a year ahead  DATA/pki/ca.crt, the credential's CA
+//	API serving, per server         the server: ServingLeaf, ServerConfig           DATA/pki/apiserver.crt
+//	API client to streaming servers the server: ClientLeaf, ClientConfig            DATA/pki/apiserver-node-client.crt
+//	streaming server, per board     the board's agent, from the servers (a CSR)     DATA/node-serving.pem
+//	admin kubeconfigs               the server whose data dir wrote them (-o FILE)  the FILEs, listed in DATA/pki/kubeconfigs.json
+//	(Raft members' mutual TLS)      not yet: a ServingLeaf and a ClientLeaf each, served as the API's are
+//
+// RenewKubeconfig renews a kubeconfig only as Kubeconfig wrote it: one
+// edited since is not isle's to rewrite. Node credentials are bearer
+// tokens, which do not expire. State says what `isle certs check` shows of
+// a certificate: OK, RENEW-SOON (a leaf due, the CA within CAWarning, a
+// year, of its end), EXPIRED or NOT-YET-VALID. A year before the CA ends
+// the leader records a Warning Event (package caexpiry), and the servers
+// and agents export wire.CertExpiryMetric. Replacing the CA itself is not
+// built yet.
 //
 // # Node agents' serving certificates
 //
@@ -26,8 +56,8 @@
 // belongs to, and nothing else: no IP addresses and none of the names API
 // server certificates carry, because clients of the API servers trust the
 // same CA. The streaming server accepts only the API servers' client
-// certificate (CN=wire.APIServerUser, from ClientConfig, which renews it when
-// wire.RenewalDue), and the API servers verify it by the node's name.
+// certificate (CN=wire.APIServerUser, a ClientLeaf), and the API servers
+// verify it by the node's name.
 //
 // # Join token
 //

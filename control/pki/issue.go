@@ -27,7 +27,7 @@ var (
 )
 
 // IssueServing issues a serving certificate (ExtKeyUsageServerAuth) valid for
-// LeafValidity, with a fresh P-256 key. Besides dnsNames and ips it always
+// the CA's LeafValidity, with a fresh P-256 key. Besides dnsNames and ips it always
 // names localhost, 127.0.0.1, ::1 and the kubernetes.default.svc names.
 func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP, now time.Time) (certPEM, keyPEM []byte, err error) {
 	if commonName == "" {
@@ -66,7 +66,7 @@ func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP, n
 }
 
 // IssueClient issues a client certificate (ExtKeyUsageClientAuth) valid for
-// LeafValidity, with a fresh P-256 key. As in Kubernetes, the common name is
+// the CA's LeafValidity, with a fresh P-256 key. As in Kubernetes, the common name is
 // the user name and orgs are its groups.
 func (ca *CA) IssueClient(commonName string, orgs []string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	if commonName == "" {
@@ -113,9 +113,16 @@ func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
+	validity := ca.LeafValidity
+	if validity <= 0 {
+		validity = LeafValidity
+	}
+	// The backdating is a tenth of a short validity at most, so that its
+	// renewal (at three fifths of NotBefore to NotAfter) still comes before
+	// it expires.
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore = maxTime(now.Add(-ClockSkew), ca.Cert.NotBefore).UTC()
-	tmpl.NotAfter = minTime(now.Add(LeafValidity), ca.Cert.NotAfter).UTC()
+	tmpl.NotBefore = maxTime(now.Add(-min(ClockSkew, validity/10)), ca.Cert.NotBefore).UTC()
+	tmpl.NotAfter = minTime(now.Add(validity), ca.Cert.NotAfter).UTC()
 	if !tmpl.NotAfter.After(tmpl.NotBefore) {
 		return nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
 			ca.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),

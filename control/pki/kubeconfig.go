@@ -2,9 +2,11 @@ package pki
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -111,4 +113,87 @@ func checkKubeconfigArgs(cluster, server string, caPEM []byte, user string, cert
 		}
 	}
 	return nil
+}
+
+// parseKubeconfig parses a kubeconfig as Kubeconfig writes it, and no
+// other: one user, with a client certificate, and no field Kubeconfig does
+// not write (a kubeconfig someone edited or merged is not isle's to
+// rewrite).
+func parseKubeconfig(data []byte) (*kubeconfig, *x509.Certificate, error) {
+	var cfg kubeconfig
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		return nil, nil, fmt.Errorf("not a kubeconfig as isle writes it: %w", err)
+	}
+	if len(cfg.Users) != 1 || len(cfg.Users[0].User.ClientCertificateData) == 0 {
+		return nil, nil, fmt.Errorf("not a kubeconfig as isle writes it: %d users, want one with a client certificate", len(cfg.Users))
+	}
+	cert, err := wire.ParseCertPEM(cfg.Users[0].User.ClientCertificateData)
+	if err != nil {
+		return nil, nil, fmt.Errorf("user %q: client %w", cfg.Users[0].Name, err)
+	}
+	return &cfg, cert, nil
+}
+
+// KubeconfigClientCert returns the client certificate of a kubeconfig
+// that Kubeconfig wrote, and renewable true if it is still as written
+// (RenewKubeconfig renews it). Of one edited since (a namespace set,
+// merged with other clusters) it returns the certificate of the user
+// named user, or of its one user with a certificate, and renewable false.
+func KubeconfigClientCert(data []byte, user string) (cert *x509.Certificate, renewable bool, err error) {
+	if _, cert, err := parseKubeconfig(data); err == nil {
+		return cert, true, nil
+	}
+	var cfg kubeconfig
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, false, fmt.Errorf("pki: kubeconfig: %w", err)
+	}
+	var named, withCert []namedUser
+	for _, u := range cfg.Users {
+		if len(u.User.ClientCertificateData) == 0 {
+			continue
+		}
+		withCert = append(withCert, u)
+		if u.Name == user {
+			named = append(named, u)
+		}
+	}
+	found := named
+	if len(found) == 0 {
+		found = withCert
+	}
+	if len(found) != 1 {
+		return nil, false, fmt.Errorf("pki: kubeconfig: %d users with a client certificate, %d named %q; want one", len(withCert), len(named), user)
+	}
+	if cert, err = wire.ParseCertPEM(found[0].User.ClientCertificateData); err != nil {
+		return nil, false, fmt.Errorf("pki: kubeconfig: user %q: client %w", found[0].Name, err)
+	}
+	return cert, false, nil
+}
+
+// RenewKubeconfig returns data, a kubeconfig that Kubeconfig wrote, with
+// its client certificate issued anew (same user and groups, a fresh key)
+// when that certificate is the CA's and due for renewal at now
+// (wire.RenewalDue); renewed is false and out nil when it is not due. A
+// kubeconfig of another form, or whose certificate another CA signed, is
+// an error.
+func (ca *CA) RenewKubeconfig(data []byte, now time.Time) (out []byte, renewed bool, err error) {
+	cfg, cert, err := parseKubeconfig(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: %w", err)
+	}
+	if err := cert.CheckSignatureFrom(ca.Cert); err != nil {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: the client certificate of %q is not signed by CA %q: %w", cert.Subject.CommonName, ca.Cert.Subject.CommonName, err)
+	}
+	if !wire.RenewalDue(cert, now) {
+		return nil, false, nil
+	}
+	certPEM, keyPEM, err := ca.IssueClient(cert.Subject.CommonName, cert.Subject.Organization, now)
+	if err != nil {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: %w", err)
+	}
+	cfg.Users[0].User.ClientCertificateData, cfg.Users[0].User.ClientKeyData = certPEM, keyPEM
+	if out, err = yaml.Marshal(cfg); err != nil {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: marshal: %w", err)
+	}
+	return out, true, nil
 }

@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -159,7 +161,6 @@ func TestKubeconfigWithKubectl(t *testing.T) {
 		t.Skip("kubectl not installed")
 	}
 	ca := mustCA(t, "isle-ca")
-	certPEM, keyPEM := mustServing(t, ca)
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.TLS.PeerCertificates) > 0 {
 			c := r.TLS.PeerCertificates[0]
@@ -168,10 +169,8 @@ func TestKubeconfigWithKubectl(t *testing.T) {
 		}
 		fmt.Fprint(w, r.Header.Get("Authorization"))
 	}))
-	s.TLS = mustServerConfig(t, ca, certPEM, keyPEM)
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.StartTLS()
-	t.Cleanup(s.Close)
+	serveTLS(t, s, mustServerConfig(t, ca))
 
 	for _, tc := range kubeconfigCases(t, ca) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,6 +210,119 @@ func TestKubeconfigWithKubectl(t *testing.T) {
 			}
 			if got != want {
 				t.Errorf("server saw %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestRenewKubeconfig(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	ca.LeafValidity = 10 * time.Hour
+	certPEM, keyPEM, err := ca.IssueClient("isle-admin", []string{"system:masters"}, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM, "isle-admin", certPEM, keyPEM, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, renewable, err := KubeconfigClientCert(written, "isle-admin"); err != nil || !renewable || !c.Equal(mustParseCert(t, certPEM)) {
+		t.Fatalf("KubeconfigClientCert: %v, %v, %v; want the certificate written, renewable", c, renewable, err)
+	}
+	// Issued with an hour's backdating: due 0.6 × 11h = 6.6h after it.
+	if out, renewed, err := ca.RenewKubeconfig(written, testNow.Add(5*time.Hour)); out != nil || renewed || err != nil {
+		t.Fatalf("not due: %q, %v, %v; want nothing done", out, renewed, err)
+	}
+	out, renewed, err := ca.RenewKubeconfig(written, testNow.Add(6*time.Hour))
+	if err != nil || !renewed {
+		t.Fatalf("due: %v, %v; want renewed", renewed, err)
+	}
+	c, _, err := KubeconfigClientCert(out, "isle-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Subject.CommonName != "isle-admin" || strings.Join(c.Subject.Organization, ",") != "system:masters" ||
+		c.NotAfter.Before(testNow.Add(15*time.Hour)) {
+		t.Fatalf("renewed certificate %v %v until %v; want isle-admin, system:masters, 10h from the renewal", c.Subject.CommonName, c.Subject.Organization, c.NotAfter)
+	}
+	// Everything else is as written: only the user's two fields differ.
+	var before, after map[string]any
+	if err := yaml.Unmarshal(written, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(out, &after); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []map[string]any{before, after} {
+		m["users"] = nil
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("renewal changed more than the user:\n%s\n%s", written, out)
+	}
+
+	other := mustCA(t, "other")
+	tests := []struct {
+		name string
+		data []byte
+		ca   *CA
+		want string
+	}{
+		{"edited by kubectl", []byte(strings.Replace(string(written), "    user: isle-admin\n", "    namespace: web\n    user: isle-admin\n", 1)), ca, `unknown field "namespace"`},
+		{"a token", mustKubeconfig(t, ca, nil, nil, "abc.def"), ca, "want one with a client certificate"},
+		{"another CA's", written, other, `not signed by CA "other"`},
+		{"not YAML", []byte("\x00"), ca, "not a kubeconfig"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, renewed, err := tc.ca.RenewKubeconfig(tc.data, testNow.Add(8*time.Hour))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || renewed || out != nil {
+				t.Fatalf("%q, %v, %v; want an error with %q", out, renewed, err, tc.want)
+			}
+		})
+	}
+}
+
+func mustKubeconfig(t *testing.T, ca *CA, certPEM, keyPEM []byte, token string) []byte {
+	t.Helper()
+	out, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM, "isle-admin", certPEM, keyPEM, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestKubeconfigClientCertEdited(t *testing.T) {
+	ca := mustCA(t, "isle-ca")
+	adminCert, adminKey := mustClient(t, ca, "isle-admin", "system:masters")
+	otherCert, otherKey := mustClient(t, ca, "bob")
+	written := string(mustKubeconfig(t, ca, adminCert, adminKey, ""))
+	other := string(mustKubeconfig(t, ca, otherCert, otherKey, ""))
+	otherUser := other[strings.Index(other, "users:\n")+len("users:\n"):]
+	// A second user, as kubectl config set-credentials writes it.
+	merged := func(name string) string {
+		return strings.Replace(written, "users:\n", "users:\n"+strings.Replace(otherUser, "name: isle-admin", "name: "+name, 1), 1)
+	}
+	tests := []struct {
+		name, data string
+		wantCN     string // "": an error
+		renewable  bool
+	}{
+		{"as written", written, "isle-admin", true},
+		{"a namespace set", strings.Replace(written, "    user: isle-admin\n", "    namespace: web\n    user: isle-admin\n", 1), "isle-admin", false},
+		{"another user beside", merged("bob"), "isle-admin", false},
+		{"renamed, its form kept", strings.ReplaceAll(written, "name: isle-admin", "name: me"), "isle-admin", true},
+		{"two users, neither ours", strings.Replace(merged("bob"), "name: isle-admin\n", "name: me\n", 1), "", false},
+		{"a token", string(mustKubeconfig(t, ca, nil, nil, "abc.def")), "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, renewable, err := KubeconfigClientCert([]byte(tc.data), "isle-admin")
+			switch {
+			case tc.wantCN == "" && err == nil:
+				t.Fatalf("got %v; want an error", c.Subject)
+			case tc.wantCN == "":
+			case err != nil || c.Subject.CommonName != tc.wantCN || renewable != tc.renewable:
+				t.Fatalf("%v, renewable %v, %v; want %s, %v\n%s", c, renewable, err, tc.wantCN, tc.renewable, tc.data)
 			}
 		})
 	}

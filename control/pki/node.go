@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/isle-cluster/isle/control/wire"
@@ -74,54 +72,4 @@ func parseCSR(csrPEM []byte) (*ecdsa.PublicKey, error) {
 		return nil, fmt.Errorf("certificate request: key is %s, want ECDSA P-256", csr.PublicKeyAlgorithm)
 	}
 	return pub, nil
-}
-
-// ClientConfig returns a TLS client configuration that trusts only the CA
-// and presents a client certificate for commonName and orgs, issued when
-// first asked for and again when its renewal is due (RenewalDue at now()),
-// so that a server running for years never presents an expired one. It
-// issues the first one at once, to report a CA that cannot issue. Set
-// ServerName (on a clone) to the name the server must have. now nil:
-// time.Now.
-func (ca *CA) ClientConfig(commonName string, orgs []string, now func() time.Time) (*tls.Config, error) {
-	if now == nil {
-		now = time.Now
-	}
-	c := &clientCert{ca: ca, commonName: commonName, orgs: slices.Clone(orgs), now: now}
-	if _, err := c.get(nil); err != nil {
-		return nil, err
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(), GetClientCertificate: c.get}, nil
-}
-
-// clientCert is ClientConfig's certificate.
-type clientCert struct {
-	ca         *CA
-	commonName string
-	orgs       []string
-	now        func() time.Time
-
-	mu   sync.Mutex
-	cert *tls.Certificate
-}
-
-func (c *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if c.cert != nil && !wire.RenewalDue(c.cert.Leaf, now) {
-		return c.cert, nil
-	}
-	certPEM, keyPEM, err := c.ca.IssueClient(c.commonName, c.orgs, now)
-	if err == nil {
-		var pair tls.Certificate
-		if pair, err = tls.X509KeyPair(certPEM, keyPEM); err == nil {
-			c.cert = &pair
-			return c.cert, nil
-		}
-	}
-	if c.cert != nil && now.Before(c.cert.Leaf.NotAfter) {
-		return c.cert, nil // still valid: renew on the next connection
-	}
-	return nil, fmt.Errorf("pki: client certificate for %q: %w", c.commonName, err)
 }

@@ -4,13 +4,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,52 +118,14 @@ func TestRenewalDue(t *testing.T) {
 	}{
 		{-time.Hour, false}, // a clock behind
 		{0, false},
-		{199 * time.Hour, false},
-		{201 * time.Hour, true},
+		{179 * time.Hour, false},
+		{180 * time.Hour, true}, // three fifths of its life
+		{199 * time.Hour, true},
 		{400 * time.Hour, true},
 	}
 	for _, tc := range tests {
 		if got := wire.RenewalDue(cert, start.Add(tc.at)); got != tc.want {
 			t.Errorf("at NotBefore%+v: %v, want %v", tc.at, got, tc.want)
 		}
-	}
-}
-
-func TestClientConfig(t *testing.T) {
-	ca := mustCA(t, "isle")
-	var now atomic.Int64
-	now.Store(testNow.UnixNano())
-	cfg, err := ca.ClientConfig(wire.APIServerUser, nil, func() time.Time { return time.Unix(0, now.Load()) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM := mustServing(t, ca)
-	srvCfg := mustServerConfig(t, ca, certPEM, keyPEM)
-	srvCfg.ClientAuth = tls.RequireAndVerifyClientCert
-	srv := startTLSServer(t, srvCfg)
-
-	cfg = cfg.Clone()
-	cfg.ServerName = "isle-1.local"
-	body, _, err := get(t, srv.URL, cfg)
-	if err != nil || body != "CN="+wire.APIServerUser+";O=" {
-		t.Fatalf("answer %q, %v; want the client certificate's subject", body, err)
-	}
-	first, err := cfg.GetClientCertificate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := cfg.GetClientCertificate(nil); again != first {
-		t.Fatal("a fresh certificate was issued again")
-	}
-	// Two thirds of its year later: a new one.
-	now.Store(testNow.Add(250 * 24 * time.Hour).UnixNano())
-	renewed, err := cfg.GetClientCertificate(nil)
-	if err != nil || renewed == first || !renewed.Leaf.NotAfter.After(first.Leaf.NotAfter) {
-		t.Fatalf("after 250 days: %v, %v; want a new certificate", renewed, err)
-	}
-	// Past the CA's validity nothing can be issued, and the old one expired.
-	now.Store(testNow.Add(CAValidity + time.Hour).UnixNano())
-	if c, err := cfg.GetClientCertificate(nil); err == nil || !strings.Contains(err.Error(), wire.APIServerUser) {
-		t.Fatalf("past the CA's validity: %v, %v; want an error", c, err)
 	}
 }

@@ -29,11 +29,20 @@ func startTLSServer(t *testing.T, cfg *tls.Config) *httptest.Server {
 		c := r.TLS.PeerCertificates[0]
 		fmt.Fprintf(w, "CN=%s;O=%s", c.Subject.CommonName, strings.Join(c.Subject.Organization, ","))
 	}))
-	s.TLS = cfg
 	s.Config.ErrorLog = log.New(io.Discard, "", 0) // rejected handshakes are expected
-	s.StartTLS()
-	t.Cleanup(s.Close)
+	serveTLS(t, s, cfg)
 	return s
+}
+
+// serveTLS starts s with cfg as it is: httptest's StartTLS would add a
+// certificate of its own, which a handshake without a server name gets
+// before GetCertificate.
+func serveTLS(t *testing.T, s *httptest.Server, cfg *tls.Config) {
+	t.Helper()
+	s.Listener = tls.NewListener(s.Listener, cfg)
+	s.Start()
+	s.URL = strings.Replace(s.URL, "http://", "https://", 1)
+	t.Cleanup(s.Close)
 }
 
 // get fetches url with cfg and returns the body and the negotiated TLS version.
@@ -53,9 +62,14 @@ func get(t *testing.T, url string, cfg *tls.Config) (string, uint16, error) {
 	return string(body), resp.TLS.Version, nil
 }
 
-func mustServerConfig(t *testing.T, ca *CA, certPEM, keyPEM []byte) *tls.Config {
+// mustServerConfig serves a ServingLeaf of ca like mustServing's.
+func mustServerConfig(t *testing.T, ca *CA) *tls.Config {
 	t.Helper()
-	cfg, err := ServerConfig(ca, certPEM, keyPEM)
+	leaf, err := ca.ServingLeaf("isle-apiserver", []string{"isle-1.local"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ServerConfig(ca, leaf)
 	if err != nil {
 		t.Fatalf("ServerConfig: %v", err)
 	}
@@ -74,18 +88,19 @@ func mustKeyPair(t *testing.T, certPEM, keyPEM []byte) tls.Certificate {
 func TestServerConfig(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
 	certPEM, keyPEM := mustServing(t, ca)
-	cfg := mustServerConfig(t, ca, certPEM, keyPEM)
+	cfg := mustServerConfig(t, ca)
 	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.VerifyClientCertIfGiven {
 		t.Errorf("MinVersion %x, ClientAuth %v; want TLS 1.2 and VerifyClientCertIfGiven", cfg.MinVersion, cfg.ClientAuth)
 	}
-	chain := cfg.Certificates[0].Certificate
-	if len(chain) != 2 || string(chain[1]) != string(ca.Cert.Raw) {
+	served, err := cfg.GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chain := served.Certificate; len(chain) != 2 || string(chain[1]) != string(ca.Cert.Raw) {
 		t.Errorf("served chain has %d certificates, want the leaf then the CA", len(chain))
 	}
-	// A chain already ending with the CA does not get it twice.
-	again := mustServerConfig(t, ca, append(certPEM, ca.CertPEM...), keyPEM)
-	if n := len(again.Certificates[0].Certificate); n != 2 {
-		t.Errorf("chain given with CA: %d certificates served, want 2", n)
+	if again, _ := cfg.GetCertificate(nil); again != served {
+		t.Error("a second handshake got another chain, though the certificate was not renewed")
 	}
 
 	s := startTLSServer(t, cfg)
@@ -139,22 +154,23 @@ func TestServerConfig(t *testing.T) {
 func TestServerConfigErrors(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
 	other := mustCA(t, "other-ca")
-	certPEM, keyPEM := mustServing(t, ca)
-	otherCert, otherKey := mustServing(t, other)
+	otherLeaf, err := other.ServingLeaf("isle-apiserver", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		name            string
-		ca              *CA
-		certPEM, keyPEM []byte
-		want            string
+		name string
+		ca   *CA
+		leaf *Leaf
+		want string
 	}{
-		{"no CA", nil, certPEM, keyPEM, "no CA certificate"},
-		{"garbage", ca, []byte("junk"), keyPEM, "serving key pair"},
-		{"mismatched key", ca, certPEM, otherKey, "serving key pair"},
-		{"issued by another CA", ca, otherCert, otherKey, `is not signed by CA "isle-ca"`},
+		{"no CA", nil, otherLeaf, "no CA certificate"},
+		{"no certificate", ca, nil, "no serving certificate"},
+		{"issued by another CA", ca, otherLeaf, `is not signed by CA "isle-ca"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ServerConfig(tc.ca, tc.certPEM, tc.keyPEM)
+			_, err := ServerConfig(tc.ca, tc.leaf)
 			if err == nil || !strings.HasPrefix(err.Error(), "pki: server config: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -166,11 +182,11 @@ func TestPinnedClientConfig(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
 	hash := wire.CAHash(ca.Cert)
 	certPEM, keyPEM := mustServing(t, ca)
-	good := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
+	good := startTLSServer(t, mustServerConfig(t, ca))
 
 	other := mustCA(t, "other-ca")
 	otherCert, otherKey := mustServing(t, other)
-	otherServer := startTLSServer(t, mustServerConfig(t, other, otherCert, otherKey))
+	otherServer := startTLSServer(t, mustServerConfig(t, other))
 
 	// An impostor sends our (public) CA certificate after a leaf of its own CA.
 	impostorPair := mustKeyPair(t, otherCert, otherKey)
@@ -228,8 +244,7 @@ func TestPinnedClientConfig(t *testing.T) {
 func TestPinnedClientConfigWithClientCert(t *testing.T) {
 	// A joiner that already holds a client certificate can present it.
 	ca := mustCA(t, "isle-ca")
-	certPEM, keyPEM := mustServing(t, ca)
-	s := startTLSServer(t, mustServerConfig(t, ca, certPEM, keyPEM))
+	s := startTLSServer(t, mustServerConfig(t, ca))
 	nodeCert, nodeKey := mustClient(t, ca, "system:node:isle-2", "system:nodes")
 	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1", nil)
 	cfg.Certificates = []tls.Certificate{mustKeyPair(t, nodeCert, nodeKey)}

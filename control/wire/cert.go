@@ -50,12 +50,57 @@ func NewCSR(commonName string) (csrPEM, keyPEM []byte, err error) {
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-// RenewalDue reports whether less than a third of cert's validity remains
-// at now: the time to replace it.
-func RenewalDue(cert *x509.Certificate, now time.Time) bool {
+// A certificate is renewed once RenewalFraction of its validity (NotBefore
+// to NotAfter) has passed, and its holder looks again at most every
+// MaxRenewalWait: a year's certificate is replaced well before two thirds
+// of its life, whatever the holder's clock did meanwhile (a board without a
+// real-time clock may set it long after boot).
+const (
+	RenewalFraction = 0.6
+	MaxRenewalWait  = time.Hour
+)
+
+// RenewAt is when cert is due for renewal: RenewalFraction into its
+// validity.
+func RenewAt(cert *x509.Certificate) time.Time {
 	validity := cert.NotAfter.Sub(cert.NotBefore)
-	return cert.NotAfter.Sub(now) < validity/3
+	return cert.NotBefore.Add(time.Duration(float64(validity) * RenewalFraction))
 }
+
+// RenewalDue reports whether cert is due for renewal at now (RenewAt).
+func RenewalDue(cert *x509.Certificate, now time.Time) bool {
+	return !now.Before(RenewAt(cert))
+}
+
+// RenewalWait is how long the holder of cert waits at now before it looks
+// at its renewal again: until RenewAt, at most MaxRenewalWait, and, once
+// due (a renewal that failed), a fiftieth of its validity, between a second
+// and a minute.
+func RenewalWait(cert *x509.Certificate, now time.Time) time.Duration {
+	if d := RenewAt(cert).Sub(now); d > 0 {
+		return min(d, MaxRenewalWait)
+	}
+	return min(max(cert.NotAfter.Sub(cert.NotBefore)/50, time.Second), time.Minute)
+}
+
+// CertExpiryMetric is the gauge servers and agents export on /metrics for
+// each certificate they hold: the seconds until it expires (negative:
+// expired), labelled certificate=<kind>. A server warns of the CA a year
+// ahead; an alert rule can watch the others.
+const (
+	CertExpiryMetric = "isle_certificate_expiry_seconds"
+	CertExpiryHelp   = "Seconds until the certificate expires (negative: expired), by kind of certificate."
+)
+
+// The kinds of certificates isle holds, as CertExpiryMetric and `isle
+// certs check` name them.
+const (
+	CertKindCA         = "ca"                    // the cluster CA
+	CertKindServing    = "apiserver-serving"     // an API server's
+	CertKindNodeClient = "apiserver-node-client" // the API servers' client certificate to the streaming servers
+	CertKindNode       = "node-serving"          // a board's streaming server's
+	CertKindKubeconfig = "kubeconfig"            // an administrator's kubeconfig's client certificate
+)
 
 // ParseCertPEM parses the first PEM block, which must be a certificate.
 func ParseCertPEM(data []byte) (*x509.Certificate, error) {

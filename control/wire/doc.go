@@ -35,6 +35,7 @@
 // data directory (0600, written atomically, only when the servers change).
 //
 // Certificates of the boards (cert.go): a node agent asks for its serving
-// certificate with a request from NewCSR, replaces it when RenewalDue, and
+// certificate with a request from NewCSR, replaces it when RenewalDue (at
+// three fifths of its life, looking every RenewalWait), and
 // accepts the API servers' client certificate by its user, APIServerUser.
 package wire

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/atomicfile"
 )
@@ -30,14 +32,14 @@ const DefaultStreamPort = 10250
 
 // ServingCertFile, in the data directory, holds the streaming server's
 // certificate and key (PEM, 0600). It is written only when a certificate
-// is issued: on the first start and when a third of its year remains.
+// is issued: on the first start and at three fifths of its life
+// (wire.RenewalDue).
 const ServingCertFile = "node-serving.pem"
 
 // Bounds of the exchange with the servers.
 const (
 	maxServingCertBytes = 64 << 10
 	servingCertTimeout  = 20 * time.Second
-	renewalCheck        = time.Hour
 )
 
 // StreamTLSConfig is the TLS configuration of a streaming server: it
@@ -117,7 +119,8 @@ type streamServer struct {
 	lis         net.Listener
 	log         *slog.Logger
 	now         func() time.Time
-	check       time.Duration // how often renewal is considered
+	check       time.Duration // how often renewal is considered, at most
+	reg         prometheus.Registerer
 
 	cert atomic.Pointer[tls.Certificate]
 }
@@ -150,7 +153,7 @@ func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr st
 		node: cfg.Credential.Name, token: cfg.Credential.NodeToken, ca: ca, caPEM: cfg.Credential.CACert,
 		path:    filepath.Join(cfg.DataDir, ServingCertFile),
 		client:  &http.Client{Transport: tr, Timeout: servingCertTimeout},
-		handler: cfg.Stream, lis: lis, log: log, now: now, check: renewalCheck,
+		handler: cfg.Stream, lis: lis, log: log, now: now, check: wire.MaxRenewalWait, reg: cfg.Registerer,
 	}, nil
 }
 
@@ -174,6 +177,14 @@ func (s *streamServer) run(ctx context.Context) error {
 		return err
 	}
 	cfg.Time = s.now // the API servers' client certificates, at the board's time
+	if s.reg != nil {
+		expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: wire.CertExpiryMetric, Help: wire.CertExpiryHelp,
+			ConstLabels: prometheus.Labels{"certificate": wire.CertKindNode}},
+			func() float64 { return s.cert.Load().Leaf.NotAfter.Sub(s.now()).Seconds() })
+		if err := s.reg.Register(expiry); err != nil {
+			return fmt.Errorf("agent: streaming server: certificate metric: %w", err)
+		}
+	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
 	go func() {
@@ -199,19 +210,21 @@ func (s *streamServer) run(ctx context.Context) error {
 	return nil
 }
 
-// renew replaces the certificate when its renewal is due, checking every
-// s.check (a timer of months would miss a clock set right after boot).
+// renew replaces the certificate when its renewal is due, looking every
+// wire.RenewalWait and at least every s.check (a timer of months would
+// miss a clock set right after boot).
 func (s *streamServer) renew(ctx context.Context) {
-	t := time.NewTicker(s.check)
-	defer t.Stop()
 	for {
+		wait := min(wire.RenewalWait(s.cert.Load().Leaf, s.now()), s.check)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
 		if err := s.ensureCert(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("agent: streaming server certificate not renewed; trying again later", "err", err, "in", s.check)
+			s.log.Warn("agent: streaming server certificate not renewed; trying again later", "err", err)
 		}
 	}
 }

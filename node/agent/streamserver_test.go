@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/control/pki"
@@ -39,14 +40,16 @@ type certIssuer struct {
 func newCertIssuer(t *testing.T, ca *pki.CA, tokens map[string]string) *certIssuer {
 	t.Helper()
 	ci := &certIssuer{ca: ca, tokens: tokens}
-	certPEM, keyPEM, err := ca.IssueServing("server", nil, nil, time.Now())
+	leaf, err := ca.ServingLeaf("server", nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pki.ServerConfig(ca, certPEM, keyPEM)
+	cfg, err := pki.ServerConfig(ca, leaf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pair, _ := cfg.GetCertificate(nil)
+	cfg.Certificates = []tls.Certificate{*pair} // or StartTLS adds httptest's own
 	ci.srv = httptest.NewUnstartedServer(ci)
 	ci.srv.TLS = cfg
 	ci.srv.StartTLS()
@@ -125,10 +128,11 @@ func (s *streamServer) start(t *testing.T) (stop func()) {
 // apiServerTLS is the API servers' client configuration for node name.
 func apiServerTLS(t *testing.T, ca *pki.CA, name string) *tls.Config {
 	t.Helper()
-	cfg, err := ca.ClientConfig(wire.APIServerUser, nil, nil)
+	leaf, err := ca.ClientLeaf(wire.APIServerUser, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := pki.ClientConfig(ca, leaf)
 	cfg.ServerName = name
 	return cfg
 }
@@ -388,5 +392,45 @@ func TestApplyStatusDaemonEndpoints(t *testing.T) {
 	want.DaemonEndpoints.KubeletEndpoint.Port = 11250
 	if !applyStatus(n, want) || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 11250 {
 		t.Fatalf("a new port is not posted: %+v", n.Status.DaemonEndpoints)
+	}
+}
+
+// TestStreamServerShortLived serves with three-second certificates by the
+// real clock: each is replaced before it expires while clients keep
+// connecting, and the expiry metric follows the one served.
+func TestStreamServerShortLived(t *testing.T) {
+	ca, err := pki.NewCA("isle", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.LeafValidity = 3 * time.Second
+	ci := newCertIssuer(t, ca, map[string]string{"tok.pi2": "pi2"})
+	client := apiServerTLS(t, ca, "pi2")
+	s := testStreamServer(t, ci, t.TempDir(), "tok.pi2")
+	reg := prometheus.NewRegistry()
+	s.reg = reg
+	s.start(t)
+	serials := map[string]bool{}
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		body, sn, err := fetch(s.lis.Addr().String(), client)
+		if err != nil && len(serials) > 0 {
+			t.Fatalf("after %d certificates: %v", len(serials), err)
+		}
+		if err == nil && body == "streams" {
+			serials[sn] = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(serials) < 3 {
+		t.Fatalf("%d certificates served in 8 s of 3 s certificates, want 3 or more", len(serials))
+	}
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || mfs[0].GetName() != wire.CertExpiryMetric {
+		t.Fatalf("metrics %v, %v; want %s alone", mfs, err, wire.CertExpiryMetric)
+	}
+	m := mfs[0].GetMetric()[0]
+	if v := m.GetGauge().GetValue(); v <= 0 || v > 3 || m.GetLabel()[0].GetValue() != wire.CertKindNode {
+		t.Fatalf("%s{%s} = %v, want in (0, 3]", wire.CertExpiryMetric, m.GetLabel(), v)
 	}
 }

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -19,14 +20,16 @@ import (
 // server is a TLS server with a certificate of ca answering the join.
 func server(t *testing.T, ca *pki.CA, h http.HandlerFunc) string {
 	t.Helper()
-	certPEM, keyPEM, err := ca.IssueServing("s", nil, []net.IP{net.ParseIP("127.0.0.1")}, time.Now())
+	leaf, err := ca.ServingLeaf("s", nil, []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pki.ServerConfig(ca, certPEM, keyPEM)
+	cfg, err := pki.ServerConfig(ca, leaf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pair, _ := cfg.GetCertificate(nil)
+	cfg.Certificates = []tls.Certificate{*pair} // or StartTLS adds httptest's own
 	s := httptest.NewUnstartedServer(h)
 	s.TLS = cfg
 	s.StartTLS()

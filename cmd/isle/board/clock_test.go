@@ -3,12 +3,12 @@ package board
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -27,11 +27,11 @@ import (
 // any board with the token's secret.
 func timeServer(t *testing.T, ca *pki.CA, tok wire.Token, now func() time.Time) string {
 	t.Helper()
-	certPEM, keyPEM, err := ca.IssueServing("s1", nil, []net.IP{net.ParseIP("127.0.0.1")}, time.Now())
+	leaf, err := ca.ServingLeaf("s1", nil, []net.IP{net.ParseIP("127.0.0.1")}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pki.ServerConfig(ca, certPEM, keyPEM)
+	cfg, err := pki.ServerConfig(ca, leaf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +46,16 @@ func timeServer(t *testing.T, ca *pki.CA, tok wire.Token, now func() time.Time) 
 		}
 		_ = json.NewEncoder(w).Encode(wire.JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"})
 	})
-	s := httptest.NewUnstartedServer(mux)
-	s.TLS = cfg
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return strings.TrimPrefix(s.URL, "https://")
+	// Not httptest's TLS server: it adds a certificate of its own, which
+	// wins over GetCertificate for clients that send no server name.
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
 }
 
 // TestSettleClock starts a board a year behind: it cannot check the
