@@ -20,6 +20,7 @@ import (
 	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/raft"
 )
 
 // serverFlags are the flags of `isle server`.
@@ -41,6 +42,8 @@ type serverFlags struct {
 	logLevel        string
 	memLimit        string
 	snapshot        cluster.SnapshotTuning
+	backups         cluster.BackupSchedule
+	forceNewCluster bool
 	node            nodeFlags
 }
 
@@ -83,6 +86,10 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
+	fl.StringVar(&f.backups.Dir, "snapshot-dir", "", "directory to write scheduled backups of the cluster to (a USB stick, say); empty: none (see isle snapshot)")
+	fl.DurationVar(&f.backups.Interval, "snapshot-interval", 12*time.Hour, "time between two scheduled backups")
+	fl.IntVar(&f.backups.Keep, "snapshot-keep", 5, "scheduled backups of this server kept in --snapshot-dir (older ones are removed)")
+	fl.BoolVar(&f.forceNewCluster, "force-new-cluster", false, "recover the last surviving server after the store lost its quorum for good: it becomes the only store member of a new cluster with what it had committed; remove the flag once it runs, and empty the lost servers before they join again")
 	f.node.add(fl)
 	return cmd
 }
@@ -104,6 +111,15 @@ func (f *serverFlags) validate() error {
 	}
 	if f.removeDeadAfter < 0 || f.removeDeadAfter > 0 && f.removeDeadAfter < 10*time.Second {
 		return fmt.Errorf("--remove-dead-after %v: want 0 (never) or at least 10s, so a reboot is not taken for a death", f.removeDeadAfter)
+	}
+	if f.backups.Interval < time.Second {
+		return fmt.Errorf("--snapshot-interval %v: want at least 1s", f.backups.Interval)
+	}
+	if f.backups.Keep < 1 {
+		return fmt.Errorf("--snapshot-keep %d: want at least 1", f.backups.Keep)
+	}
+	if f.forceNewCluster && (f.init || len(f.join) > 0) {
+		return fmt.Errorf("--force-new-cluster recovers the server in --data-dir: give neither --init nor --join")
 	}
 	if f.nodeGrace < time.Second {
 		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
@@ -167,6 +183,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 		Server: &cluster.Config{
 			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
 			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,
+			Backups: f.backups, Boot: raft.Bootstrap{ForceNewCluster: f.forceNewCluster},
 		},
 	})
 }

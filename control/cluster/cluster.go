@@ -88,6 +88,8 @@ type Config struct {
 	// Snapshot tunes when the store snapshots (zero values: the store's
 	// defaults).
 	Snapshot SnapshotTuning
+	// Backups schedules backups of the store to files (zero: none).
+	Backups BackupSchedule
 	// Lead, if set, is called whenever this server becomes the leader,
 	// with a context that ends when it stops leading; it must not block.
 	Lead func(ctx context.Context)
@@ -132,7 +134,7 @@ func (c *Config) Validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return nil
+	return c.Backups.validate()
 }
 
 // ClusterDNS is the cluster DNS address of a service range: its tenth
@@ -164,6 +166,15 @@ func Open(cfg Config) (*Server, error) {
 	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// A prepared restore seeds a new store; after a crash that left the
+	// store made, it is finished below.
+	pending, err := loadRestore(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if pending != nil && !HasServer(cfg.DataDir) {
+		cfg.Boot = raft.Bootstrap{NewCluster: true, Seed: pending.state}
+	}
 	events.RegisterMetrics(cfg.Metrics)
 	scheduler.RegisterMetrics(cfg.Metrics)
 	node, err := raft.Open(raft.Config{
@@ -187,7 +198,14 @@ func Open(cfg Config) (*Server, error) {
 	}
 	tr.Start()
 	node.Start(tr)
-	return &Server{cfg: cfg, node: node, tr: tr}, nil
+	s := &Server{cfg: cfg, node: node, tr: tr}
+	if pending != nil {
+		if err := s.finishRestore(pending); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // Close stops the store.
@@ -260,6 +278,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	if cfg.StoreAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/store/", storeapi.Handler(node, log))
+		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -271,6 +290,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go scheduleBackups(runCtx, node, id, cfg.Name, cfg.Backups, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
 		if cfg.Lead != nil {
 			cfg.Lead(ctx)
