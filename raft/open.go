@@ -50,6 +50,10 @@ type memberFile struct {
 	ClusterID uint64 `json:"clusterID"`
 	MemberID  uint64 `json:"memberID"`
 	Name      string `json:"name"`
+	// Forced is set when this member forced a new cluster, and cleared at
+	// its first start without ForceNewCluster: a flag left on the command
+	// line does not force again (and drop the members added since).
+	Forced bool `json:"forced,omitempty"`
 }
 
 const memberFileName = "member.json"
@@ -122,8 +126,13 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		return nil, err
 	}
 	switch {
+	case existed && boot.ForceNewCluster && mf.Forced:
+		n.log.Warn("raft: not forcing a new cluster again: this member forced the one it is in, and has not started without the flag since; remove the flag")
 	case existed && boot.ForceNewCluster:
 		err = n.forceNewCluster(st, mf)
+	case existed && mf.Forced:
+		mf.Forced = false
+		err = saveMemberFile(cfg.DataDir, mf)
 	case !existed && boot.Seed != nil:
 		err = n.seed(boot.Seed, mf)
 	}

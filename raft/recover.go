@@ -131,7 +131,7 @@ func (n *Node) forceNewCluster(st *wal.State, mf memberFile) error {
 		return fmt.Errorf("raft: open: force a new cluster: %w", err)
 	}
 	oldCluster := mf.ClusterID
-	mf.ClusterID = randomID()
+	mf.ClusterID, mf.Forced = randomID(), true
 	if err := saveMemberFile(n.cfg.DataDir, mf); err != nil {
 		return err
 	}

@@ -120,6 +120,13 @@ func TestForceNewCluster(t *testing.T) {
 	if _, err := n.Propose(ctxT(t, 5*time.Second), put("new", "v")); err != nil {
 		t.Fatalf("write after forcing a new cluster: %v", err)
 	}
+	// Restarted with the flag left on, it does not force again.
+	forced := n.ClusterID()
+	c.Crash(survivor)
+	c.RestartWith(survivor, raft.Bootstrap{ForceNewCluster: true})
+	if id := c.Node(survivor).ClusterID(); id != forced {
+		t.Fatalf("a second start with the flag forced again: cluster %x, want %x", id, forced)
+	}
 	// Restarted without the flag, it stays the new cluster's one voter.
 	c.Crash(survivor)
 	c.Restart(survivor)
@@ -129,6 +136,13 @@ func TestForceNewCluster(t *testing.T) {
 	if got, _ := countKeys(t, c.Node(survivor), "new"); got != 1 {
 		t.Fatal("the write after forcing a new cluster was lost at restart")
 	}
+	// Once started without the flag, the flag works again.
+	c.Crash(survivor)
+	c.RestartWith(survivor, raft.Bootstrap{ForceNewCluster: true})
+	if id := c.Node(survivor).ClusterID(); id == forced {
+		t.Fatal("the flag after a start without it did not force a new cluster")
+	}
+	c.WaitLeader(10 * time.Second)
 	// A member of the old cluster is removed for good.
 	if err := c.Node(survivor).Promote(ctxT(t, 5*time.Second), ids[0]); !errors.Is(err, raft.ErrRefused) {
 		t.Fatalf("promoting a member of the lost cluster: %v; want a refusal", err)
