@@ -70,8 +70,8 @@ type Config struct {
 	// host:port other servers and clients reach it at (default APIAddr).
 	APIAddr      string
 	APIAdvertise string
-	// StoreAddr serves the store's debugging API (keep it on loopback);
-	// empty: not served.
+	// StoreAddr serves the store's debugging API and backups (BackupPath)
+	// (keep it on loopback); empty: not served.
 	StoreAddr string
 	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
 	ServiceCIDR netip.Prefix
