@@ -173,6 +173,7 @@ spec:
 	isl.board(t, "start", "pi2")
 	isl.board(t, "start", "pi3")
 	isl.board(t, "start", "pi4")
+	waitReady(t, k)
 
 	after := objectUIDs(t, k, backupObjects)
 	for _, o := range before {
@@ -216,6 +217,16 @@ spec:
 	})
 	waitFor(t, 3*time.Minute, "the hello app serving again", serving)
 	k.ok(t, "create", "configmap", "after-restore", "-n", "shop")
+}
+
+// waitReady waits until the API server answers /readyz (its store has a
+// leader and is in sync).
+func waitReady(t *testing.T, k *kubectlRunner) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the API ready", func() bool {
+		_, _, err := k.run("", "get", "--raw", "/readyz")
+		return err == nil
+	})
 }
 
 // backupCluster is the cluster ID in a backup's header.
@@ -320,11 +331,11 @@ func TestForceNewCluster(t *testing.T) {
 			names, _ = filepath.Glob(filepath.Join(backups, "isle-f1-*.snapshot"))
 			return len(names) == 2
 		})
-		time.Sleep(2500 * time.Millisecond) // two more intervals: still two files, newer ones
-		later, _ := filepath.Glob(filepath.Join(backups, "isle-f1-*.snapshot"))
-		if len(later) != 2 || slices.Equal(later, names) {
-			t.Fatalf("after two more intervals: %v (before %v); want two newer files", later, names)
-		}
+		var later []string
+		waitFor(t, 20*time.Second, "two newer backups, the older ones removed", func() bool {
+			later, _ = filepath.Glob(filepath.Join(backups, "isle-f1-*.snapshot"))
+			return len(later) == 2 && later[0] > names[1]
+		})
 		f, err := backup.ReadFile(later[1])
 		if err != nil {
 			t.Fatal(err)
@@ -351,6 +362,7 @@ func TestForceNewCluster(t *testing.T) {
 		n, id := voters(f1)
 		return n == 1 && id != "" && id != oldCluster
 	})
+	waitReady(t, k)
 	after := objectUIDs(t, k, "configmaps,namespaces,services")
 	for _, o := range before {
 		if !slices.Contains(after, o) {
