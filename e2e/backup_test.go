@@ -104,7 +104,7 @@ spec:
 
 	// Saved on pi2, through its loopback store address, while the cluster runs.
 	file := filepath.Join(t.TempDir(), "cluster.snapshot")
-	out, err := exec.Command("ip", "netns", "exec", boardNetns("pi2"), isl.bin, "snapshot", "save", file).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", "isle-pi2", isl.bin, "snapshot", "save", file).CombinedOutput()
 	if err != nil {
 		t.Fatalf("isle snapshot save on pi2: %v\n%s", err, out)
 	}
@@ -190,7 +190,7 @@ spec:
 	// The other servers joined afresh: three voters again, under a new
 	// cluster ID; the agent kept its credential.
 	waitFor(t, 2*time.Minute, "three store voters", func() bool {
-		out, err := exec.Command("ip", "netns", "exec", boardNetns("pi1"), isl.bin, "store", "status", "--json").Output()
+		out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "store", "status", "--json").Output()
 		if err != nil {
 			return false
 		}

@@ -118,9 +118,6 @@ func (f *serverFlags) validate() error {
 	if f.backups.Keep < 1 {
 		return fmt.Errorf("--snapshot-keep %d: want at least 1", f.backups.Keep)
 	}
-	if f.forceNewCluster && (f.init || len(f.join) > 0) {
-		return fmt.Errorf("--force-new-cluster recovers the server in --data-dir: give neither --init nor --join")
-	}
 	if f.nodeGrace < time.Second {
 		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
 	}

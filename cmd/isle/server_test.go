@@ -68,7 +68,7 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"backups too often", func(f *serverFlags) { f.backups.Interval = time.Millisecond }, "--snapshot-interval"},
 		{"no backups kept", func(f *serverFlags) { f.backups.Keep = 0 }, "--snapshot-keep"},
 		{"force a new cluster", func(f *serverFlags) { f.init = false; f.forceNewCluster = true }, ""},
-		{"force a new cluster with init", func(f *serverFlags) { f.forceNewCluster = true }, "--force-new-cluster"},
+		{"force a new cluster on the first server's command line", func(f *serverFlags) { f.forceNewCluster = true }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
