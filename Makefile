@@ -22,7 +22,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 APT_PACKAGES := etcd-server qemu-user-static iproute2 containerd runc docker-registry busybox-static file nftables jq curl dosfstools mtools fdisk e2fsprogs mmdebstrap arch-test qemu-system-arm ipxe-qemu
 
-.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-conformance conformance test-raspi test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic bench-image demo demo-down image lint clean
+.PHONY: help build cross setup test test-unit test-e2e test-e2e-race test-conformance conformance test-raspi test-arm test-long bench-store bench-api bench-membership bench-scheduler bench-agent bench-network bench-traffic bench-image bench-day2 demo demo-down image lint clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -104,6 +104,9 @@ bench-store: setup build ## isle vs etcd: 3 members each on loopback, 1/16/64 wr
 
 bench-membership: setup build ## ten boards on loopback: kill -9 to NotReady, idle disk writes, gossip traffic (IDLE=10m TRIALS=20)
 	$(GO) run ./e2e/bench/membership -isle $(OUT)/isle -idle $(or $(IDLE),10m) -trials $(or $(TRIALS),20)
+
+bench-day2: setup build ## an island of 3 servers and 2 agents with the hello app: cold power-on (median of COLD=5), agents' memory with every server down (DOWN=10m), failed requests in a rolling upgrade
+	$(GO) run ./e2e/bench/day2 -isle $(OUT)/isle -cold $(or $(COLD),5) -down $(or $(DOWN),10m)
 
 bench-agent: setup build ## an island of a server and an agent board: pod start latency (bound to Running) over 50 pods on the agent, its RSS and idle CPU with them
 	$(GO) run ./e2e/bench/agent -isle $(OUT)/isle -pods $(or $(PODS),50) -idle $(or $(IDLE),1m)

@@ -37,9 +37,15 @@ type testIsland struct {
 // island's registry.
 func startIsland(t *testing.T, servers, agents int, boardFlags ...string) *testIsland {
 	t.Helper()
+	return startIslandOf(t, isleBinary(t), servers, agents, boardFlags...)
+}
+
+// startIslandOf is startIsland with the isle binary bin.
+func startIslandOf(t *testing.T, bin string, servers, agents int, boardFlags ...string) *testIsland {
+	t.Helper()
 	requireRoot(t)
 	ctrtest.Require(t, "containerd", "runc", "docker-registry")
-	i := &testIsland{bin: isleBinary(t), dir: t.TempDir()}
+	i := &testIsland{bin: bin, dir: t.TempDir()}
 	args := []string{"up", "--dir", i.dir, "--servers", strconv.Itoa(servers), "--agents", strconv.Itoa(agents)}
 	for _, f := range boardFlags {
 		args = append(args, "--board-flag", f)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/hw/led"
+	"github.com/isle-cluster/isle/node/bootstrap"
 )
 
 // board is one isle process with its own loopback address (127.0.0.x) and
@@ -191,6 +197,35 @@ func TestTenBoards(t *testing.T) {
 				t.Errorf("%s: %v, output:\n%s\nwant an error with %q", tc.name, err, out, tc.want)
 			}
 		}
+		// The version skew policy: an agent ahead of the servers, a server
+		// two minor releases ahead.
+		tok, err := wire.ParseToken(bs.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maj, minor, err := wire.ParseRelease(wire.Release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			req  wire.JoinRequest
+			want string
+		}{
+			{wire.JoinRequest{Name: "newer-agent", Role: wire.RoleAgent, Release: fmt.Sprintf("%d.%d", maj, minor+1)}, "upgrade the servers first"},
+			{wire.JoinRequest{Name: "newer-server", Role: wire.RoleServer, Release: fmt.Sprintf("%d.%d", maj, minor+2), RaftAddr: "127.0.0.42:6445", APIAddr: "127.0.0.42:6443"},
+				"upgrade one minor release at a time"},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_, err := bootstrap.NewClient(tok).Join(ctx, []string{"127.0.0.11:6443"}, tc.req, "")
+			cancel()
+			var refused *bootstrap.Refused
+			if !errors.As(err, &refused) || refused.Code != http.StatusConflict || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s of isle %s joining: %v, want a 409 refusal saying %q", tc.req.Role, tc.req.Release, err, tc.want)
+			}
+			if _, ok := nodeMap(t, cs)[tc.req.Name]; ok {
+				t.Errorf("the refused %s got a Node", tc.req.Name)
+			}
+		}
 		// The refused duplicate is reported on the server's side too.
 		waitFor(t, 10*time.Second, "a server logs the refused name", func() bool {
 			for _, b := range bs.all[:3] {
@@ -272,10 +307,26 @@ func TestTenBoards(t *testing.T) {
 	})
 
 	t.Run("every server restarted at once: the agents find them again", func(t *testing.T) {
-		servers := bs.all[:3]
+		servers, agents := bs.all[:3], bs.all[3:]
+		pattern := func(b *board) string {
+			st, err := led.ReadStateFile(filepath.Join(b.dir, "run", led.StateFileName))
+			if err != nil {
+				return err.Error()
+			}
+			return st.Pattern()
+		}
 		for _, b := range servers {
 			b.kill(t)
 		}
+		// Each agent's readiness LED tells it runs on its own.
+		waitFor(t, 30*time.Second, "every agent's LED solid-dip (cut off)", func() bool {
+			for _, b := range agents {
+				if pattern(b) != "solid-dip" {
+					return false
+				}
+			}
+			return true
+		})
 		// Longer than memberlist goes on gossiping to members it declared
 		// dead (GossipToTheDeadTime, 30 s on a LAN): after that only the
 		// agents' own memory of the servers brings them back.
@@ -307,6 +358,14 @@ func TestTenBoards(t *testing.T) {
 				}
 			}
 			return count == 10
+		})
+		waitFor(t, 30*time.Second, "every agent's LED solid again", func() bool {
+			for _, b := range agents {
+				if pattern(b) != "solid" {
+					return false
+				}
+			}
+			return true
 		})
 	})
 
@@ -357,9 +416,10 @@ func slicesWithout(args []string, flags ...string) []string {
 }
 
 type memberInfo struct {
-	Name  string `json:"name"`
-	State string `json:"state"`
-	Raft  string `json:"raft"`
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Raft    string `json:"raft"`
+	Version string `json:"version"`
 }
 
 func memberList(t *testing.T, bs *boards, server *board) []memberInfo {

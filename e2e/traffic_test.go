@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,6 +31,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/miekg/dns"
 
+	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
 	"github.com/isle-cluster/isle/node/netns"
 )
@@ -387,6 +390,10 @@ func TestServiceTraffic(t *testing.T) {
 		k.ok(t, "delete", "hpa", "hello")
 		k.ok(t, "scale", "deploy", "hello", "--replicas=5")
 		waitFor(t, 120*time.Second, "five hello replicas Ready", func() bool { return readyPods(k, "app=hello") == 5 })
+		before, err := podPlaces(k)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, s := range []string{"pi1", "pi2", "pi3"} {
 			isl.board(t, "stop", s)
 		}
@@ -398,8 +405,136 @@ func TestServiceTraffic(t *testing.T) {
 				}
 			}
 		}
+		testServersBack(t, isl, before)
 	})
+	t.Run("a power cut of every board: the cluster whole again, nothing lost or moved", func(t *testing.T) { testPowerCut(t, isl) })
 	t.Run("SIGTERM leaves a board's LEDs dark", func(t *testing.T) { testSIGTERMDark(t, isl, "pi4") })
+}
+
+// podPlaces maps each pod's "namespace/name uid" to its Node and whether
+// it is being deleted.
+func podPlaces(k *kubectlRunner) (map[string]string, error) {
+	out, _, err := k.run("", "get", "pods", "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.uid} {.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}`)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 {
+			m[f[0]+" "+f[1]] = strings.Join(f[2:], " ")
+		}
+	}
+	return m, nil
+}
+
+// samePlaces fails unless every pod of before is still there, on its
+// Node, not being deleted, and no pod was added.
+func samePlaces(t *testing.T, what string, before, now map[string]string) {
+	t.Helper()
+	for pod, node := range before {
+		if now[pod] != node {
+			t.Errorf("%s: pod %s was on %s, now %q", what, pod, node, now[pod])
+		}
+	}
+	for pod, node := range now {
+		if _, ok := before[pod]; !ok {
+			t.Errorf("%s: a new pod %s on %s (a pod was replaced)", what, pod, node)
+		}
+	}
+}
+
+// ledPattern is the pattern of a board's readiness LED, from its state file.
+func ledPattern(isl *testIsland, board string) string {
+	st, err := led.ReadStateFile(filepath.Join(isl.dir, board, "run", led.StateFileName))
+	if err != nil {
+		return err.Error()
+	}
+	return st.Pattern()
+}
+
+// testServersBack is issue 21's orphaned agents: with the three servers
+// stopped for longer than memberlist gossips to the dead (30 s), the agents
+// show on their LEDs that they are cut off; when the servers start again
+// they find the agents, whose Nodes stay Ready past the new leader's grace
+// (40 s), and no pod is evicted or moved.
+func testServersBack(t *testing.T, isl *testIsland, before map[string]string) {
+	for _, b := range []string{"pi4", "pi5"} {
+		waitFor(t, 30*time.Second, b+"'s readiness LED solid-dip (cut off)", func() bool { return ledPattern(isl, b) == "solid-dip" })
+	}
+	time.Sleep(35 * time.Second)
+	for _, s := range []string{"pi1", "pi2", "pi3"} {
+		isl.board(t, "start", s)
+	}
+	k := isl.kubectl
+	waitFor(t, 60*time.Second, "the API answering again", func() bool { _, _, err := k.run("", "get", "nodes"); return err == nil })
+	up := time.Now()
+	for time.Since(up) < 50*time.Second {
+		for _, b := range []string{"pi4", "pi5"} {
+			if _, _, err := k.run("", "get", "nodes"); err == nil && !nodeReady(k, b) {
+				t.Fatalf("%s's Node went NotReady %v after the servers came back: its agent was orphaned", b, time.Since(up).Round(time.Second))
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	for _, b := range []string{"pi4", "pi5"} {
+		if p := ledPattern(isl, b); p != "solid" {
+			t.Errorf("%s's readiness LED %s with the servers back, want solid", b, p)
+		}
+	}
+	now, err := podPlaces(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePlaces(t, "after the servers' restart", before, now)
+}
+
+// testPowerCut kills every board at once and powers them on in a random
+// order with random delays: every Node Ready again, every pod where it
+// was (none evicted or rescheduled), every acknowledged write there, and
+// the hello app answering.
+func testPowerCut(t *testing.T, isl *testIsland) {
+	k := isl.kubectl
+	waitFor(t, 60*time.Second, "five hello replicas Ready", func() bool { return readyPods(k, "app=hello") == 5 })
+	for i := range 20 {
+		k.ok(t, "create", "configmap", fmt.Sprintf("before-the-cut-%d", i), "--from-literal=n="+fmt.Sprint(i))
+	}
+	before, err := podPlaces(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boards := []string{"pi1", "pi2", "pi3", "pi4", "pi5"}
+	for _, b := range boards {
+		isl.board(t, "kill", b)
+	}
+	mrand.Shuffle(len(boards), func(i, j int) { boards[i], boards[j] = boards[j], boards[i] })
+	for _, b := range boards {
+		time.Sleep(time.Duration(mrand.IntN(5000)) * time.Millisecond)
+		isl.board(t, "start", b)
+	}
+	t.Logf("powered on in the order %v", boards)
+	waitFor(t, 120*time.Second, "every Node Ready and five hello replicas Ready", func() bool {
+		for _, b := range boards {
+			if !nodeReady(k, b) {
+				return false
+			}
+		}
+		return readyPods(k, "app=hello") == 5
+	})
+	now, err := podPlaces(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePlaces(t, "after the power cut", before, now)
+	if out := k.ok(t, "get", "configmaps", "-o", "name"); strings.Count(out, "configmap/before-the-cut-") != 20 {
+		t.Errorf("acknowledged ConfigMaps after the power cut:\n%s\nwant all 20", out)
+	}
+	for _, b := range boards {
+		waitFor(t, 30*time.Second, "/hello through "+b, func() bool {
+			out, err := exec.Command("curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://"+isl.boardAddr(b)+"/hello").Output()
+			return err == nil && string(out) == "200"
+		})
+	}
 }
 
 // testIngress checks host and path routing, TLS, WebSockets and 503s

@@ -192,6 +192,31 @@ func (n *Node) TransferLeader(ctx context.Context, to uint64) error {
 	}
 }
 
+// HandOff, on the leader, hands leadership to the active voter whose log
+// is furthest along and waits until it has taken over: a member about to
+// stop (an upgrade, a shutdown) then costs the cluster no election
+// timeout. It does nothing on a follower, or when no other voter is
+// active.
+func (n *Node) HandOff(ctx context.Context) error {
+	var to uint64
+	err := n.leaderCheck(ctx, func(rs etcdraft.Status) error {
+		var best uint64
+		for id := range rs.Config.Voters.IDs() {
+			if pr, ok := rs.Progress[id]; ok && id != n.id && n.active(id) && (to == 0 || pr.Match > best) {
+				to, best = id, pr.Match
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrRefused) || err == nil && to == 0:
+		return nil // not the leader, or nobody to hand to
+	case err != nil:
+		return fmt.Errorf("raft: hand off leadership: %w", err)
+	}
+	return n.TransferLeader(ctx, to)
+}
+
 // leaderCheck runs check against the leader's status in the Ready loop; it
 // fails if this member is not the leader.
 func (n *Node) leaderCheck(ctx context.Context, check func(etcdraft.Status) error) error {

@@ -170,6 +170,27 @@ func TestMembership(t *testing.T) {
 		}
 	})
 
+	t.Run("hand off leadership before stopping", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		for _, id := range ids {
+			if id != lead {
+				if err := c.Node(id).HandOff(ctx); err != nil {
+					t.Fatalf("a follower's hand-off: %v", err)
+				}
+			}
+		}
+		if got := c.WaitLeader(5 * time.Second); got != lead {
+			t.Fatalf("a follower's hand-off moved leadership from %x to %x", lead, got)
+		}
+		if err := c.Node(lead).HandOff(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Node(lead).Leader(); got == lead || got == 0 {
+			t.Fatalf("after the hand-off %x still sees leader %x", lead, got)
+		}
+		lead = c.WaitLeader(5 * time.Second)
+	})
+
 	t.Run("add a fourth member and remove it; its ID is never reused", func(t *testing.T) {
 		ctx := ctxT(t, 20*time.Second)
 		id := c.AddMember("m3", lead)

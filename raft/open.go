@@ -45,15 +45,32 @@ type JoinInfo struct {
 	Members   []Member `json:"members"`
 }
 
-// memberFile records who this data directory belongs to.
+// memberFile records who this data directory belongs to, and the format
+// of the files in it.
 type memberFile struct {
 	ClusterID uint64 `json:"clusterID"`
 	MemberID  uint64 `json:"memberID"`
 	Name      string `json:"name"`
+	Format    int    `json:"format"`
 	// Forced is set when this member forced a new cluster, and cleared at
 	// its first start without ForceNewCluster: a flag left on the command
 	// line does not force again (and drop the members added since).
 	Forced bool `json:"forced,omitempty"`
+}
+
+// DataFormat is the format of the data directory this package writes: of
+// its WAL, snapshots and member file. A directory of a newer format is
+// refused (an older isle must not guess at it); one of an older format is
+// brought forward by migrations, one step per format, before anything
+// else reads it. Format 0 is every directory written before the format
+// was recorded; format 1 is the same files with the format recorded.
+const DataFormat = 1
+
+// migrations[i] brings a data directory from format i to i+1. Each must
+// be safe to run again after a crash part-way: the format is recorded
+// only after the step.
+var migrations = [DataFormat]func(dir string) error{
+	func(string) error { return nil }, // 0 → 1: the files are unchanged
 }
 
 const memberFileName = "member.json"
@@ -241,6 +258,9 @@ func loadMemberFile(cfg Config) (memberFile, bool, error) {
 		if err := json.Unmarshal(b, &mf); err != nil || mf.MemberID == 0 || mf.ClusterID == 0 {
 			return mf, false, fmt.Errorf("raft: open: member file %s is damaged (%v); restore it or remove the data directory to start over", path, err)
 		}
+		if err := migrate(cfg, path, &mf); err != nil {
+			return mf, false, err
+		}
 		return mf, true, nil
 	case errors.Is(err, os.ErrNotExist):
 		return mf, false, nil
@@ -254,23 +274,53 @@ func newMemberFile(cfg Config, boot Bootstrap) (memberFile, error) {
 	case boot.NewCluster && boot.Join != nil:
 		return memberFile{}, errors.New("raft: open: choose one of a new cluster and joining one, not both")
 	case boot.NewCluster:
-		return memberFile{ClusterID: randomID(), MemberID: randomID(), Name: cfg.Name}, nil
+		return memberFile{ClusterID: randomID(), MemberID: randomID(), Name: cfg.Name, Format: DataFormat}, nil
 	case boot.Join != nil:
 		if boot.Join.ClusterID == 0 || boot.Join.MemberID == 0 {
 			return memberFile{}, errors.New("raft: open: join information lacks the cluster or member ID")
 		}
-		return memberFile{ClusterID: boot.Join.ClusterID, MemberID: boot.Join.MemberID, Name: cfg.Name}, nil
+		return memberFile{ClusterID: boot.Join.ClusterID, MemberID: boot.Join.MemberID, Name: cfg.Name, Format: DataFormat}, nil
 	}
 	return memberFile{}, fmt.Errorf("raft: open: %s holds no member: start a new cluster or join one", cfg.DataDir)
 }
 
 func saveMemberFile(dir string, mf memberFile) error {
-	b, err := json.Marshal(mf)
-	if err != nil {
+	if err := writeMemberFile(filepath.Join(dir, memberFileName), mf); err != nil {
 		return fmt.Errorf("raft: open: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, memberFileName), b, 0o600); err != nil {
-		return fmt.Errorf("raft: open: write member file: %w", err)
+	return nil
+}
+
+func writeMemberFile(path string, mf memberFile) error {
+	b, err := json.Marshal(mf)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
+		return fmt.Errorf("write member file: %w", err)
+	}
+	return nil
+}
+
+// migrate refuses a data directory of a newer format than DataFormat and
+// brings one of an older format forward, recording each step.
+func migrate(cfg Config, path string, mf *memberFile) error {
+	switch {
+	case mf.Format > DataFormat:
+		return fmt.Errorf("raft: open: %s is data format %d, written by a newer isle; this isle reads formats up to %d: run the newer isle again (a downgrade needs a snapshot taken by this version)", cfg.DataDir, mf.Format, DataFormat)
+	case mf.Format < 0:
+		return fmt.Errorf("raft: open: member file %s is damaged: data format %d", path, mf.Format)
+	}
+	for mf.Format < DataFormat {
+		from := mf.Format
+		if err := migrations[from](cfg.DataDir); err != nil {
+			return fmt.Errorf("raft: open: migrate %s from data format %d to %d: %w", cfg.DataDir, from, from+1, err)
+		}
+		mf.Format++
+		if err := writeMemberFile(path, *mf); err != nil {
+			return fmt.Errorf("raft: open: migrate %s from data format %d to %d: %w", cfg.DataDir, from, from+1, err)
+		}
+		cfg.Logger.Info("raft: data directory migrated", "dir", cfg.DataDir, "from", from, "to", mf.Format)
 	}
 	return nil
 }

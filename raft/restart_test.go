@@ -2,6 +2,7 @@ package raft_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,5 +144,68 @@ func TestOpenRefusesEmptyDirWithoutBootstrap(t *testing.T) {
 	_, err := reopen(t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "holds no member") {
 		t.Fatalf("got %v, want an error saying the directory holds no member", err)
+	}
+}
+
+// setFormat rewrites the data format recorded in dir's member file; -1
+// removes it, as the files written before the format was recorded have it.
+func setFormat(t *testing.T, dir string, format int) {
+	t.Helper()
+	path := filepath.Join(dir, "member.json")
+	var mf map[string]any
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &mf)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf["format"] != float64(raft.DataFormat) {
+		t.Fatalf("a member file written now has format %v, want %d", mf["format"], raft.DataFormat)
+	}
+	delete(mf, "format")
+	if format >= 0 {
+		mf["format"] = format
+	}
+	if b, err = json.Marshal(mf); err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A data directory of a newer format stops startup, saying which format
+// it is and which this isle reads, and is left as it was.
+func TestOpenRefusesNewerDataFormat(t *testing.T) {
+	dir := singleMemberWithSnapshot(t)
+	setFormat(t, dir, raft.DataFormat+1)
+	before, _ := os.ReadFile(filepath.Join(dir, "member.json"))
+	_, err := reopen(dir)
+	want := fmt.Sprintf("data format %d, written by a newer isle; this isle reads formats up to %d", raft.DataFormat+1, raft.DataFormat)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("got %v, want an error naming %s and saying %q", err, dir, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "member.json")); string(after) != string(before) {
+		t.Fatalf("the member file was changed: %s -> %s", before, after)
+	}
+}
+
+// A data directory written before the format was recorded is migrated
+// forward: every key is back and the format is recorded.
+func TestOpenMigratesOlderDataFormat(t *testing.T) {
+	dir := singleMemberWithSnapshot(t)
+	setFormat(t, dir, -1)
+	n, err := reopen(dir)
+	if err != nil {
+		t.Fatalf("a directory of format 0 must be migrated: %v", err)
+	}
+	defer n.Stop()
+	n.Start(rafttest.NewNetwork(1).Attach(n.ID(), n))
+	eventually(t, 10*time.Second, "all 25 keys are back", func() bool { return n.KV().Count("k") == 25 })
+	b, _ := os.ReadFile(filepath.Join(dir, "member.json"))
+	var mf struct{ Format int }
+	if err := json.Unmarshal(b, &mf); err != nil || mf.Format != raft.DataFormat {
+		t.Fatalf("member file after migration: %s (%v), want format %d", b, err, raft.DataFormat)
 	}
 }

@@ -59,7 +59,7 @@ func newBoardCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "board",
-		Short: "Act on one board of the island (stop, start, kill, partition, heal) or list them",
+		Short: "Act on one board of the island (stop, start, kill, restart, upgrade, partition, heal) or list them",
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", island.DefaultDir, "directory of the island")
 	cmd.AddCommand(&cobra.Command{
@@ -75,6 +75,7 @@ func newBoardCommand() *cobra.Command {
 		{island.ActionStart, "Power a board on: a fresh network stack, containerd, then isle"},
 		{island.ActionKill, "Pull a board's power: kill -9 of everything of it"},
 		{island.ActionRestart, "Kill -9 a board's isle alone and start it again (containerd and the pods keep running)"},
+		{island.ActionUpgrade, "Stop a board's isle (SIGTERM) and start it again from this isle binary, as a package upgrade does (containerd and the pods keep running)"},
 		{island.ActionPartition, "Cut a board's LAN link (its processes keep running)"},
 		{island.ActionHeal, "Plug a partitioned board's LAN link back"},
 	} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -76,6 +77,11 @@ func (f *nodeFlags) add(fl *pflag.FlagSet) {
 func (f *nodeFlags) openLEDs(log *slog.Logger) (*led.Board, error) {
 	if err := os.MkdirAll(f.runDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--run-dir: %w", err)
+	}
+	if inRAM, err := inMemory(f.runDir); err != nil {
+		log.Warn("the run directory's file system is unknown", "dir", f.runDir, "err", err)
+	} else if !inRAM {
+		log.Warn("the run directory is not in memory (a tmpfs): what isle keeps there (the LED state, pod network records) is written to the disk or SD card; give --run-dir a tmpfs such as /run/isle", "dir", f.runDir)
 	}
 	ready := f.ledReady
 	if ready.Kind == led.KindUnset {
@@ -177,4 +183,13 @@ func (f *nodeFlags) apply(c *agent.Config) error {
 	c.ContainerdNamespace, c.RunDir, c.StreamPort, c.PodResync, c.MaxPods = f.namespace, f.runDir, f.streamPort, f.podResync, f.maxPods
 	c.ReservedCPU, c.ReservedMemory, c.ReservedStorage = cpu.MilliValue(), mem.Value(), disk.Value()
 	return nil
+}
+
+// inMemory says whether dir is on a tmpfs or ramfs, which no write wears.
+func inMemory(dir string) (bool, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/spf13/pflag"
 
 	"github.com/isle-cluster/isle/control/cluster"
@@ -94,8 +95,8 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runtime.GOOS + "/" + runtime.GOARCH
-	if !strings.HasPrefix(out.String(), "isle ") || !strings.Contains(out.String(), want) {
-		t.Fatalf("version printed %q, want isle ... %s", out.String(), want)
+	if !strings.HasPrefix(out.String(), "isle ") || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "release "+wire.Release) {
+		t.Fatalf("version printed %q, want isle ... release %s ... %s", out.String(), wire.Release, want)
 	}
 }
 
@@ -131,4 +132,16 @@ func defaultNodeFlags() nodeFlags {
 	var f nodeFlags
 	f.add(pflag.NewFlagSet("test", pflag.PanicOnError))
 	return f
+}
+
+func TestInMemory(t *testing.T) {
+	if ok, err := inMemory("/dev/shm"); err != nil || !ok {
+		t.Errorf("/dev/shm: in memory %v, %v; want true", ok, err)
+	}
+	if ok, err := inMemory("/proc"); err != nil || ok {
+		t.Errorf("/proc: in memory %v, %v; want false", ok, err)
+	}
+	if _, err := inMemory("/no/such/dir"); err == nil || !strings.Contains(err.Error(), "/no/such/dir") {
+		t.Errorf("a missing directory: %v, want an error naming it", err)
+	}
 }

@@ -25,7 +25,7 @@ pattern means. On a terminal the table updates live until Ctrl-C; piped, or
 with --once, it prints once.
 
 Real boards report their readiness pattern in the Node annotation
-isle.dev/led-ready (off, slow-blink, fast-blink, solid, solid-leader).`,
+isle.dev/led-ready (off, slow-blink, fast-blink, solid-dip, solid, solid-leader).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -16,11 +17,11 @@ var (
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print isle's version, commit and platform",
+		Short: "Print isle's release, version, commit and platform",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "isle %s (commit %s) %s/%s\n",
-				version, commit, runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "isle %s (release %s, commit %s) %s/%s\n",
+				version, wire.Release, commit, runtime.GOOS, runtime.GOARCH)
 			return err
 		},
 	}

@@ -288,7 +288,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		defer shutdown(debug)
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// Leading (the controllers, the floating address) goes on after ctx
+	// ends, until handOff has passed it to another server.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go scheduleBackups(runCtx, node, id, cfg.Name, cfg.Backups, log)
 	go whileLeader(runCtx, node, func(ctx context.Context) {
@@ -313,6 +315,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	select {
 	case <-ctx.Done():
 		log.Info("cluster: stopping")
+		handOff(srv, node, log)
 		return nil
 	case <-node.Done():
 		return fmt.Errorf("cluster: store stopped: %w", node.Err())
@@ -380,6 +383,31 @@ func servingConfig(id Identity, cfg Config) (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// handOff lets a server that stops (isle upgraded, the board shut down)
+// leave without a client noticing: its API closes idle connections and
+// closes each of the others after its request (clients reconnect, while
+// the floating address still leads here), then a leader hands leadership
+// on, which moves the floating address at once instead of after an
+// election timeout, and requests in flight get a moment to finish.
+func handOff(srv *http.Server, node *raft.Node, log *slog.Logger) {
+	srv.SetKeepAlivesEnabled(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if node.Leader() != node.ID() {
+		return
+	}
+	if err := node.HandOff(ctx); err != nil {
+		log.Warn("cluster: leadership not handed off before stopping", "err", err)
+		return
+	}
+	log.Info("cluster: leadership handed off", "leader", fmt.Sprintf("%x", node.Leader()))
+	time.Sleep(handOffDrain)
+}
+
+// handOffDrain is how long a server that handed leadership off keeps
+// serving the requests it has.
+const handOffDrain = time.Second
 
 // whileLeader runs f whenever this member becomes the leader, with a
 // context that ends when it stops being the leader.

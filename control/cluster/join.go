@@ -73,6 +73,11 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("join request: role %q: want server or agent", req.Role))
 		return
 	}
+	if err := wire.CheckSkew(wire.Release, req.Release, req.Role); err != nil {
+		h.log.Warn("cluster: join refused by the version skew policy", "name", req.Name, "from", r.RemoteAddr, "err", err)
+		httpError(w, http.StatusConflict, "join request: "+err.Error())
+		return
+	}
 
 	// A board that has the name's credential keeps its name; any other
 	// board asking for a taken name is refused.

@@ -32,7 +32,7 @@ func Table() []*Resource {
 		kind(core, "nodes", "Node", false, &corev1.Node{}, &corev1.NodeList{}, strategy.Node, printers.Nodes).
 			short("no").status().fields(strategy.NodeFields),
 		kind(core, "pods", "Pod", true, &corev1.Pod{}, &corev1.PodList{}, strategy.Pod, printers.Pods).
-			short("po").inAll().status().extra("binding", "eviction", "log", "exec").fields(strategy.PodFields),
+			short("po").inAll().status().extra("binding", "eviction", "log", "exec").fields(strategy.PodFields).admit(PodAdmission),
 		kind(core, "services", "Service", true, &corev1.Service{}, &corev1.ServiceList{}, strategy.Service, printers.Services).
 			short("svc").inAll().status().admit(ServiceAdmission),
 		kind(core, "configmaps", "ConfigMap", true, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, strategy.ConfigMap, printers.ConfigMaps).

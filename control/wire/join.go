@@ -25,6 +25,9 @@ const CredentialHeader = "X-Isle-Node-Credential"
 type JoinRequest struct {
 	Name string `json:"name"`
 	Role Role   `json:"role"`
+	// Release is the joiner's isle release (Release); servers refuse
+	// what the version skew policy does not allow (CheckSkew).
+	Release string `json:"release,omitempty"`
 	// Servers only: where the new store member is reached.
 	RaftAddr string `json:"raftAddr,omitempty"`
 	APIAddr  string `json:"apiAddr,omitempty"`

@@ -146,6 +146,8 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		}
 		return true, push(ctx, st.RegistryAddr(), p, specs, log)
 	}
+	// The binary's version now: it may be rebuilt while the suite runs.
+	version := isleVersion(ctx, o.isle)
 	isl := &islandbench.Island{Bin: o.isle, Dir: o.dir, Servers: o.servers, Agents: o.agents, Mirrors: []string{"registry.k8s.io"}}
 	took, err := isl.Up(ctx)
 	if !o.keep {
@@ -182,7 +184,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (ok bool, err error) 
 		suiteFailures = append(suiteFailures, sf...)
 	}
 
-	sum := summary{commit: commit, isleVersion: isleVersion(ctx, o.isle), suite: o.version, date: began,
+	sum := summary{commit: commit, isleVersion: version, suite: o.version, date: began,
 		wall: time.Since(began), results: collect(selected, reports), suiteFailures: suiteFailures,
 		island: fmt.Sprintf("%d servers, %d agents (%s); %d ginkgo processes, then the [Serial] specs alone", o.servers, o.agents, p.machine, o.nodes)}
 	var b strings.Builder

@@ -64,6 +64,9 @@ func (r *Readiness) UnmarshalText(b []byte) error {
 type State struct {
 	Readiness Readiness `json:"readiness"`
 	Leader    bool      `json:"leader,omitempty"`
+	// CutOff is set while the board runs but reaches no server of the
+	// control plane.
+	CutOff bool `json:"cutOff,omitempty"`
 	// ReadyLit and ActivityLit tell whether each LED is lit now (as the
 	// patterns have it, even if its writes fail).
 	ReadyLit    bool `json:"readyLit,omitempty"`
@@ -78,11 +81,12 @@ type State struct {
 }
 
 // Patterns are the names Pattern gives, darkest first.
-var Patterns = []string{"off", "slow-blink", "fast-blink", "solid", "solid-leader"}
+var Patterns = []string{"off", "slow-blink", "fast-blink", "solid-dip", "solid", "solid-leader"}
 
 // Pattern names what the readiness LED shows, as the README's table does:
-// off, slow-blink, fast-blink, solid, or solid-leader (solid with the
-// leader's double blink).
+// off, slow-blink, fast-blink, solid-dip (Ready but cut off from the
+// control plane: solid with a long dip), solid, or solid-leader (solid
+// with the leader's double blink).
 func (s State) Pattern() string {
 	switch s.Readiness {
 	case Starting:
@@ -90,7 +94,10 @@ func (s State) Pattern() string {
 	case NotReady:
 		return "fast-blink"
 	case Ready:
-		if s.Leader {
+		switch {
+		case s.CutOff:
+			return "solid-dip"
+		case s.Leader:
 			return "solid-leader"
 		}
 		return "solid"
@@ -116,6 +123,7 @@ type Board struct {
 	// Inputs, read by the loop after each wake.
 	readiness atomic.Int32
 	leader    atomic.Bool
+	cutOff    atomic.Bool
 	requests  atomic.Uint64
 	wake      chan struct{} // one pending wake-up at most
 
@@ -171,6 +179,14 @@ func (b *Board) SetReadiness(r Readiness) {
 // blink to the readiness LED while it is Ready. It does not block.
 func (b *Board) SetLeader(isLeader bool) {
 	b.leader.Store(isLeader)
+	b.poke()
+}
+
+// SetCutOff says whether the board reaches no server of the control plane
+// (it runs its pods on its own), which shows a Ready board's LED with a
+// long dip instead of solid. It does not block.
+func (b *Board) SetCutOff(cutOff bool) {
+	b.cutOff.Store(cutOff)
 	b.poke()
 }
 
@@ -260,7 +276,7 @@ func (b *Board) run() {
 // pass brings the LEDs to what the inputs and the time make them, and
 // returns when to look again.
 func (b *Board) pass(s *schedule, outs *[2]output, now time.Time) time.Time {
-	s.set(now, Readiness(b.readiness.Load()), b.leader.Load())
+	s.set(now, Readiness(b.readiness.Load()), b.leader.Load(), b.cutOff.Load())
 	s.take(b.requests.Load())
 	ready, activity, next := s.advance(now)
 	failed := b.show(&outs[0], ready)
@@ -268,6 +284,7 @@ func (b *Board) pass(s *schedule, outs *[2]output, now time.Time) time.Time {
 	b.publish(State{
 		Readiness:   s.readiness,
 		Leader:      s.leader,
+		CutOff:      s.cutOff,
 		ReadyLit:    ready,
 		ActivityLit: activity,
 		Requests:    s.requests,
@@ -307,7 +324,7 @@ func (b *Board) shutdown(outs *[2]output) error {
 		}
 	}
 	st := b.State()
-	st.Readiness, st.Leader = Off, false
+	st.Readiness, st.Leader, st.CutOff = Off, false, false
 	st.ReadyLit, st.ActivityLit = false, false
 	b.publish(st)
 	return errors.Join(errs...)

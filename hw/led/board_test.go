@@ -217,6 +217,34 @@ func TestLeaderDoubleBlink(t *testing.T) {
 	})
 }
 
+// A Ready board cut off from the control plane shows a long dip every
+// 2 s, over leadership; a board not Ready shows its fast blink still.
+func TestCutOff(t *testing.T) {
+	r, ready, _ := gpioRig(t)
+	r.do(func(b *Board) { b.SetReadiness(Ready) })
+	r.clk.advance(time.Second)
+	r.do(func(b *Board) { b.SetCutOff(true) })
+	r.do(func(b *Board) { b.SetLeader(true) })
+	if st := r.b.State(); !st.CutOff || !st.ReadyLit || st.Pattern() != "solid-dip" {
+		t.Errorf("State() = %+v (%s) when cut off, want CutOff, lit, solid-dip", st, st.Pattern())
+	}
+	r.clk.advance(4 * time.Second)
+	r.do(func(b *Board) { b.SetReadiness(NotReady) })
+	r.clk.advance(300 * time.Millisecond)
+	r.do(func(b *Board) { b.SetCutOff(false) })
+	r.do(func(b *Board) { b.SetLeader(false) })
+	r.do(func(b *Board) { b.SetReadiness(Ready) })
+	r.clk.advance(time.Second)
+	wantEdges(t, "readiness", ready.edgeStrings(), []string{
+		"0s Low", "0s High",
+		"2.5s Low", "3s High", "4.5s Low", // cut off at 1 s: 1.5 s on, 0.5 s off
+		"5s High", "5.125s Low", "5.25s High", // NotReady at 5 s: the fast blink
+	})
+	if st := r.b.State(); st.Pattern() != "solid" {
+		t.Errorf("pattern %s after reaching the control plane again, want solid", st.Pattern())
+	}
+}
+
 func TestReadinessTransitions(t *testing.T) {
 	r, ready, _ := gpioRig(t)
 	r.do(func(b *Board) { b.SetReadiness(Starting) })

@@ -39,6 +39,7 @@
 //	Ready              solid                      on
 //	Ready, leader      solid with a double blink  every 3 s: 150 ms off, 150 ms on,
 //	                                              150 ms off, then 2550 ms on
+//	Ready, cut off     solid with a long dip      1500 ms on, 500 ms off
 //	activity           a flash per change         60 ms on, then at least 60 ms off
 //
 // The leader's double blink is two short dark gaps in the solid light
@@ -46,6 +47,9 @@
 // time, so from across a room a leader still reads as Ready, and two dips
 // once every 3 s cannot be taken for the steady 4 Hz of NotReady or the
 // 1 Hz of Starting. A Board's leadership shows only while it is Ready.
+// A Ready board cut off from the control plane (SetCutOff: it runs its
+// pods but reaches no server) shows a long dip every 2 s instead, over
+// leadership: on three quarters of the time, slower than any blink.
 //
 // Activity: a request lights the LED for 60 ms if it is free; the next
 // flash starts no sooner than 60 ms after the LED went dark, so a stream of

@@ -44,17 +44,21 @@ var (
 		phase{false, 150 * time.Millisecond},
 		phase{true, 2550 * time.Millisecond},
 	)
+	cutOff = newPattern(phase{true, 1500 * time.Millisecond}, phase{false, 500 * time.Millisecond})
 )
 
 // patternOf is the readiness LED's pattern; unknown readiness is dark.
-func patternOf(r Readiness, isLeader bool) *pattern {
+func patternOf(r Readiness, isLeader, isCutOff bool) *pattern {
 	switch r {
 	case Starting:
 		return slowBlink
 	case NotReady:
 		return fastBlink
 	case Ready:
-		if isLeader {
+		switch {
+		case isCutOff:
+			return cutOff
+		case isLeader:
 			return leader
 		}
 		return solid
@@ -67,7 +71,7 @@ func patternOf(r Readiness, isLeader bool) *pattern {
 // cycle runs from the wall clock's epoch, not from when the board's
 // pattern began.
 func (s State) ReadyLitAt(t time.Time) bool {
-	on, _ := patternOf(s.Readiness, s.Leader).at(time.Duration(t.UnixNano()))
+	on, _ := patternOf(s.Readiness, s.Leader, s.CutOff).at(time.Duration(t.UnixNano()))
 	return on
 }
 
@@ -93,6 +97,7 @@ func (p *pattern) at(elapsed time.Duration) (on bool, left time.Duration) {
 type schedule struct {
 	readiness Readiness
 	leader    bool
+	cutOff    bool
 	pattern   *pattern
 	began     time.Time // when pattern began
 
@@ -107,9 +112,9 @@ type schedule struct {
 
 // set takes the readiness inputs; a change of pattern starts the new one
 // at now.
-func (s *schedule) set(now time.Time, r Readiness, isLeader bool) {
-	s.readiness, s.leader = r, isLeader
-	if p := patternOf(r, isLeader); p != s.pattern {
+func (s *schedule) set(now time.Time, r Readiness, isLeader, isCutOff bool) {
+	s.readiness, s.leader, s.cutOff = r, isLeader, isCutOff
+	if p := patternOf(r, isLeader, isCutOff); p != s.pattern {
 		s.pattern, s.began = p, now
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,6 +139,9 @@ type Agent struct {
 	net     *podNetwork   // nil: the board runs no containers
 	// checkMu serializes checkPressure (the pressure loop, watchRuntime).
 	checkMu sync.Mutex
+	// nodeLost is set while the control plane holds the Node not Ready
+	// and the agent could not post it back.
+	nodeLost atomic.Bool
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -393,6 +397,7 @@ func (a *Agent) run(ctx context.Context) error {
 	for {
 		changed := a.cfg.Gossip.Changed()
 		a.saveServers()
+		a.showCutOff()
 		if a.net != nil {
 			if err := a.net.SetPeers(peersOf(a.cfg.Gossip.Members(), name, known)); err != nil {
 				a.log.Warn("agent: routes to other boards' pods", "err", err)
@@ -435,11 +440,24 @@ func (a *Agent) follow(ctx context.Context, n *corev1.Node) {
 		}
 	}
 	if !readyByAgent(n) {
-		if err := a.postStatus(ctx, n); err != nil && !errors.Is(err, context.Canceled) {
+		err := a.postStatus(ctx, n)
+		if err != nil && !errors.Is(err, context.Canceled) {
 			a.log.Warn("agent: status not posted", "err", err)
 		} else {
 			a.log.Info("agent: Ready posted again")
 		}
+		// Until the control plane has it again, the Node is lost to it.
+		a.nodeLost.Store(err != nil)
+		a.showCutOff()
+	}
+}
+
+// showCutOff tells the readiness LED whether the board is cut off from
+// the control plane: no server is in its gossip, or the control plane
+// marked its Node lost and the agent could not post it back.
+func (a *Agent) showCutOff() {
+	if a.cfg.LEDs != nil {
+		a.cfg.LEDs.SetCutOff(len(a.cfg.Gossip.Servers()) == 0 || a.nodeLost.Load())
 	}
 }
 

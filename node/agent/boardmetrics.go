@@ -28,7 +28,7 @@ func newBoardCollector(root string, leds *led.Board, log *slog.Logger) *boardCol
 		temperature: prometheus.NewDesc("isle_board_temperature_celsius", "The SoC's temperature, from the kernel's thermal zone.", nil, nil),
 		power: prometheus.NewDesc("isle_board_power_condition", "1 while the firmware reports the condition now (UnderVoltage, Throttled), else 0.",
 			[]string{"condition"}, nil),
-		pattern: prometheus.NewDesc("isle_led_readiness", "1 for the pattern the readiness LED shows (off, slow-blink, fast-blink, solid, solid-leader).",
+		pattern: prometheus.NewDesc("isle_led_readiness", "1 for the pattern the readiness LED shows (off, slow-blink, fast-blink, solid-dip, solid, solid-leader).",
 			[]string{"pattern"}, nil),
 		flashes: prometheus.NewDesc("isle_led_activity_flashes_total", "Flashes of the activity LED, one per reconcile that changed something (bursts coalesced).", nil, nil),
 	}

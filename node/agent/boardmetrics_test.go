@@ -49,12 +49,13 @@ isle_board_power_condition{condition="UnderVoltage"} 1
 # HELP isle_board_temperature_celsius The SoC's temperature, from the kernel's thermal zone.
 # TYPE isle_board_temperature_celsius gauge
 isle_board_temperature_celsius 61.342
-# HELP isle_led_readiness 1 for the pattern the readiness LED shows (off, slow-blink, fast-blink, solid, solid-leader).
+# HELP isle_led_readiness 1 for the pattern the readiness LED shows (off, slow-blink, fast-blink, solid-dip, solid, solid-leader).
 # TYPE isle_led_readiness gauge
 isle_led_readiness{pattern="fast-blink"} 1
 isle_led_readiness{pattern="off"} 0
 isle_led_readiness{pattern="slow-blink"} 0
 isle_led_readiness{pattern="solid"} 0
+isle_led_readiness{pattern="solid-dip"} 0
 isle_led_readiness{pattern="solid-leader"} 0
 `
 	// The Board takes SetReadiness in its own goroutine: wait for it.

@@ -13,7 +13,7 @@ import (
 )
 
 // AnnotationLEDReady is the pattern of the board's readiness LED
-// (led.State.Pattern: off, slow-blink, fast-blink, solid, solid-leader),
+// (led.State.Pattern: off, slow-blink, fast-blink, solid-dip, solid, solid-leader),
 // for dashboards. The agent writes it when the pattern changes, so it is
 // what the board last told: a board that died keeps its last pattern, and
 // its Node's Ready condition says it is gone.

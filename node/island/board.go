@@ -18,9 +18,13 @@ const (
 	ActionKill      = "kill"      // pull the power: kill -9 of everything of the board
 	ActionPartition = "partition" // pull its LAN cable
 	ActionHeal      = "heal"      // plug it back
-	// ActionRestart: isle alone crashes (kill -9) and starts again, as
-	// after an upgrade; containerd and the containers keep running.
+	// ActionRestart: isle alone crashes (kill -9) and starts again;
+	// containerd and the containers keep running.
 	ActionRestart = "restart"
+	// ActionUpgrade: isle alone stops (SIGTERM) and starts again from the
+	// binary that runs `isle board upgrade`, as a package upgrade does;
+	// containerd and the containers keep running.
+	ActionUpgrade = "upgrade"
 )
 
 // Act performs action on the board called name of the island in dir.
@@ -64,9 +68,12 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 		if err = boot(s, b, bin); err == nil {
 			err = waitServing(s, b)
 		}
-	case ActionRestart:
+	case ActionRestart, ActionUpgrade:
 		if b.Down {
 			return fmt.Errorf("island: board %s is down (start it)", b.Name)
+		}
+		if action == ActionUpgrade && !b.Isle.stop(20*time.Second) {
+			fmt.Fprintf(out, "%s's isle did not stop within its grace period: killed\n", b.Name)
 		}
 		b.Isle.signal(syscall.SIGKILL)
 		for b.Isle.Alive() {
@@ -88,7 +95,7 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 		b.Partitioned = action == ActionPartition
 		err = setPort(b.Name, !b.Partitioned)
 	default:
-		return fmt.Errorf("island: unknown action %q: want stop, start, kill, restart, partition or heal", action)
+		return fmt.Errorf("island: unknown action %q: want stop, start, kill, restart, upgrade, partition or heal", action)
 	}
 	if serr := s.save(); err == nil {
 		err = serr
@@ -98,7 +105,7 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%s: %s\n", b.Name, map[string]string{
 		ActionKill: "killed (everything of it, with kill -9) and off the LAN", ActionStop: "stopped and off the LAN",
-		ActionStart: "started", ActionRestart: "isle restarted", ActionPartition: "cut off the LAN", ActionHeal: "back on the LAN",
+		ActionStart: "started", ActionRestart: "isle restarted", ActionUpgrade: "isle stopped and started from " + bin, ActionPartition: "cut off the LAN", ActionHeal: "back on the LAN",
 	}[action])
 	return nil
 }

@@ -166,6 +166,8 @@ func meaning(b BoardLEDs) string {
 		return "starting or joining"
 	case "fast-blink":
 		return "joined, NotReady"
+	case "solid-dip":
+		return "Ready, cut off from the control plane"
 	case "solid":
 		return "Ready"
 	case "solid-leader":

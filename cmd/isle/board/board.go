@@ -91,7 +91,7 @@ func runAgent(ctx context.Context, cfg Config) error {
 	case !joined && cfg.Token == "":
 		return errors.New("agent: this board has not joined a cluster yet: give --token T (and --join ADDR of any board, unless the cluster is found by mDNS)")
 	case !joined:
-		_, _, cred, err = join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleAgent})
+		_, _, cred, err = join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleAgent, Release: wire.Release})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}

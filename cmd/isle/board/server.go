@@ -103,16 +103,22 @@ func runServer(ctx context.Context, cfg Config) error {
 			keepGossip(runCtx, g, cfg, seeds, rejoinEvery)
 		}
 	}()
+	// The board's agent (its Ingress and Service proxy among the rest)
+	// stops after the control plane: a leader that stops hands leadership
+	// and the floating address on while the Ingress still answers on it.
+	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNode()
 	nodeErr := make(chan error, 1)
 	go func() {
 		cred, err := srv.NodeCredential(runCtx)
 		if err == nil {
-			err = runNode(runCtx, cfg, cred, gossip.RoleServer, g, reg, []string{ccfg.APIAdvertise})
+			err = runNode(nodeCtx, cfg, cred, gossip.RoleServer, g, reg, []string{ccfg.APIAdvertise})
 		}
 		nodeErr <- err
 		cancel()
 	}()
 	err = srv.Run(runCtx, boards{g})
+	stopNode()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -152,7 +158,7 @@ func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cl
 		boot.NewCluster = true
 		return id, boot, nil
 	case len(cfg.Join) > 0 || cfg.Token != "" && cfg.MDNS:
-		tok, resp, cred, err := join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, RaftAddr: ccfg.RaftAddr, APIAddr: ccfg.APIAdvertise})
+		tok, resp, cred, err := join(ctx, cfg, wire.JoinRequest{Name: cfg.Name, Role: wire.RoleServer, Release: wire.Release, RaftAddr: ccfg.RaftAddr, APIAddr: ccfg.APIAdvertise})
 		if err == nil && (resp.Join == nil || resp.NodeToken == "") {
 			err = errors.New("join: the server's answer lacks the store's join information or the node credential")
 		}

@@ -65,7 +65,21 @@ type Config struct {
 	// looked for; one found on two passes in a row is deleted at once (no
 	// agent is left to finish its graceful deletion). Default 20 s.
 	PodGC time.Duration
+	// Hold is how long after this controller starts the tolerations of
+	// pods on a board it has never heard in gossip start counting: after
+	// the control plane's own outage (every server restarted) the boards
+	// may simply not have found the servers yet, and their pods are
+	// running. Boards seen to die are not held. Default 5 min.
+	Hold time.Duration
 }
+
+// Above largeCluster Nodes a partial disruption slows evictions to one
+// Node's pods every evictionInterval instead of stopping them, as
+// kube-controller-manager's secondary eviction rate does.
+const (
+	largeCluster     = 50
+	evictionInterval = 100 * time.Second
+)
 
 // DefaultPodCIDR is the default cluster range of Pod addresses.
 var DefaultPodCIDR = netip.MustParsePrefix("10.42.0.0/16")
@@ -83,6 +97,36 @@ type Controller struct {
 	// orphans are the UIDs of pods whose Node was missing on the last pass
 	// of the pod garbage collection.
 	orphans map[string]bool
+	// disruption is the cluster's standing on the last pass; resumed is
+	// a grace after evictions last resumed after a disruption (tolerations
+	// count from then); evictedAt is when the last Node's pods were evicted in a
+	// partial disruption of a large cluster.
+	disruption disruption
+	resumed    time.Time
+	evictedAt  time.Time
+}
+
+// disruption is how many of the cluster's Nodes are not ready at once,
+// as kube-controller-manager's zone states have it: when all, or most of
+// at least three, are lost together, the likelier cause is the control
+// plane's own outage or a switch, and evicting would only move every pod
+// to the boards that are left, or nowhere.
+type disruption string
+
+const (
+	disruptionNone    disruption = ""
+	disruptionPartial disruption = "partial" // at least 55% and more than two not ready
+	disruptionFull    disruption = "full"    // every Node not ready
+)
+
+func disruptionOf(notReady, total int) disruption {
+	switch {
+	case notReady > 0 && notReady == total:
+		return disruptionFull
+	case notReady > 2 && float64(notReady) >= 0.55*float64(total):
+		return disruptionPartial
+	}
+	return disruptionNone
 }
 
 // New returns the node lifecycle controller.
@@ -101,6 +145,9 @@ func New(store *registry.Store, liveness Liveness, cfg Config, log *slog.Logger)
 	}
 	if cfg.PodGC <= 0 {
 		cfg.PodGC = 20 * time.Second
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 5 * time.Minute
 	}
 	return &Controller{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, orphans: map[string]bool{}}
 }
@@ -198,12 +245,19 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 		}
 	}
 	now := c.now()
+	// heldUntil is when the tolerations of pods on boards never heard in
+	// gossip since this controller started begin to count.
+	heldUntil := map[string]time.Time{}
+	notReady := 0
 	for i := range items {
 		n := &items[i]
 		if ctx.Err() != nil {
 			return
 		}
 		m, seen := members[n.Name]
+		if !seen {
+			heldUntil[n.Name] = started.Add(c.cfg.Hold)
+		}
 		msg := ""
 		switch {
 		case !seen && now.Sub(started) >= c.cfg.Grace:
@@ -223,8 +277,25 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 		if n.Spec.PodCIDR == "" {
 			c.assignPodCIDR(ctx, nodes, n.Name, used)
 		}
+		if kit.NodeReadyStatus(n) != corev1.ConditionTrue {
+			notReady++
+		}
 	}
-	c.evict(ctx, pods, items, now)
+	if d := disruptionOf(notReady, len(items)); d != c.disruption {
+		switch {
+		case d == disruptionFull || d == disruptionPartial && len(items) <= largeCluster:
+			c.log.Warn("nodelifecycle: most nodes lost at once; evictions held", "disruption", d, "notReady", notReady, "nodes", len(items))
+		case d == disruptionPartial:
+			c.log.Warn("nodelifecycle: most nodes lost at once; evictions slowed", "disruption", d, "notReady", notReady, "nodes", len(items), "interval", evictionInterval)
+		default:
+			// Boards coming back one by one get a grace, as after a
+			// takeover, before the tolerations of the lost count.
+			c.resumed = now.Add(c.cfg.Grace)
+			c.log.Info("nodelifecycle: evictions resumed", "notReady", notReady, "nodes", len(items), "tolerationsFrom", c.resumed)
+		}
+		c.disruption = d
+	}
+	c.evict(ctx, pods, items, heldUntil, now)
 }
 
 // markUnknown sets every condition of the Node to Unknown, as Kubernetes'
@@ -411,8 +482,18 @@ func freeBlock(r netip.Prefix, bits int, used map[netip.Prefix]bool) (netip.Pref
 
 // evict deletes pods bound to Nodes with NoExecute taints they do not
 // tolerate, at once or when their tolerationSeconds have run out, so their
-// controllers make them again on other boards.
-func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, now time.Time) {
+// controllers make them again on other boards. Tolerations count from the
+// taint, or from when a hold ended (heldUntil, c.resumed) if later. In a
+// disruption it evicts nothing, or, in a large cluster, one Node's pods at
+// a time.
+func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, heldUntil map[string]time.Time, now time.Time) {
+	if c.disruption == disruptionFull || c.disruption == disruptionPartial && len(nodes) <= largeCluster {
+		return
+	}
+	onlyOne := c.disruption == disruptionPartial
+	if onlyOne && now.Sub(c.evictedAt) < evictionInterval {
+		return
+	}
 	tainted := map[string][]corev1.Taint{}
 	for i := range nodes {
 		for _, t := range nodes[i].Spec.Taints {
@@ -429,15 +510,23 @@ func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes [
 		c.log.Warn("nodelifecycle: list pods", "err", err)
 		return
 	}
+	chosen := ""
 	for i := range list.(*corev1.PodList).Items {
 		p := &list.(*corev1.PodList).Items[i]
 		taints, ok := tainted[p.Spec.NodeName]
-		if !ok || p.DeletionTimestamp != nil {
+		if !ok || p.DeletionTimestamp != nil || chosen != "" && p.Spec.NodeName != chosen {
 			continue
 		}
-		at, evict := evictionTime(p.Spec.Tolerations, taints)
+		from := c.resumed
+		if h := heldUntil[p.Spec.NodeName]; h.After(from) {
+			from = h
+		}
+		at, evict := evictionTime(p.Spec.Tolerations, taints, from)
 		if !evict || now.Before(at) {
 			continue
+		}
+		if onlyOne {
+			chosen, c.evictedAt = p.Spec.NodeName, now
 		}
 		if _, _, err := c.store.Delete(ctx, pods, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -451,11 +540,12 @@ func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes [
 
 // evictionTime is when a pod with tolerations must leave a node with the
 // NoExecute taints: at once for an untolerated taint, after the shortest
-// tolerationSeconds otherwise; evict is false if it may stay for good.
-func evictionTime(tolerations []corev1.Toleration, taints []corev1.Taint) (at time.Time, evict bool) {
+// tolerationSeconds otherwise, counted from the taint or from if later;
+// evict is false if it may stay for good.
+func evictionTime(tolerations []corev1.Toleration, taints []corev1.Taint, from time.Time) (at time.Time, evict bool) {
 	for _, t := range taints {
-		added := time.Time{}
-		if t.TimeAdded != nil {
+		added := from
+		if t.TimeAdded != nil && t.TimeAdded.After(from) {
 			added = t.TimeAdded.Time
 		}
 		var best *corev1.Toleration

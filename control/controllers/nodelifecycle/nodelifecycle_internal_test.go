@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,11 +67,45 @@ func TestEvictionTime(t *testing.T) {
 		{"negative seconds: now", []corev1.Toleration{tol(corev1.TaintNodeUnreachable, secs(-5))}, []corev1.Taint{unreachable}, true, 0},
 		{"one taint untolerated", []corev1.Toleration{tol(corev1.TaintNodeUnreachable, nil)}, []corev1.Taint{unreachable, custom}, true, 0},
 		{"the earliest taint decides", []corev1.Toleration{tol(corev1.TaintNodeUnreachable, secs(60)), tol("dedicated", secs(10))}, []corev1.Taint{unreachable, custom}, true, 10 * time.Second},
+		{"counted from a later hold", []corev1.Toleration{tol(corev1.TaintNodeUnreachable, secs(30))}, []corev1.Taint{unreachable}, true, 5*time.Minute + 30*time.Second},
+		{"untolerated: at the hold's end", nil, []corev1.Taint{unreachable}, true, 5 * time.Minute},
+		{"an earlier hold changes nothing", []corev1.Toleration{tol(corev1.TaintNodeUnreachable, secs(30))}, []corev1.Taint{unreachable}, true, 30 * time.Second},
 	}
 	for _, tc := range cases {
-		at, evict := evictionTime(tc.tols, tc.taints)
+		from := time.Time{}
+		switch {
+		case strings.Contains(tc.name, "later hold"), strings.Contains(tc.name, "hold's end"):
+			from = added.Add(5 * time.Minute)
+		case strings.Contains(tc.name, "earlier hold"):
+			from = added.Add(-time.Hour)
+		}
+		at, evict := evictionTime(tc.tols, tc.taints, from)
 		if evict != tc.evict || evict && !at.Equal(added.Add(tc.after)) {
 			t.Errorf("%s: evict %v at %v, want %v after %v", tc.name, evict, at, tc.evict, tc.after)
+		}
+	}
+}
+
+func TestDisruptionOf(t *testing.T) {
+	cases := []struct {
+		notReady, total int
+		want            disruption
+	}{
+		{0, 0, disruptionNone},
+		{0, 5, disruptionNone},
+		{1, 1, disruptionFull},
+		{5, 5, disruptionFull},
+		{1, 2, disruptionNone}, // one lost board of two: an ordinary failure
+		{2, 3, disruptionNone}, // two are not more than two
+		{2, 5, disruptionNone}, // the two agents of make demo's island
+		{3, 5, disruptionPartial},
+		{3, 6, disruptionNone}, // 50% < 55%
+		{138, 250, disruptionPartial},
+		{137, 250, disruptionNone},
+	}
+	for _, tc := range cases {
+		if got := disruptionOf(tc.notReady, tc.total); got != tc.want {
+			t.Errorf("%d of %d not ready: %q, want %q", tc.notReady, tc.total, got, tc.want)
 		}
 	}
 }

@@ -51,12 +51,13 @@ func (f *fakeLiveness) Changed() <-chan struct{} {
 type env struct{ *tabletest.Env }
 
 // lifecycleEnv runs the node lifecycle controller alone on a store.
-func lifecycleEnv(t *testing.T, grace time.Duration) (*env, *fakeLiveness) {
+// Boards never heard in gossip have their pods' tolerations held for hold.
+func lifecycleEnv(t *testing.T, grace, hold time.Duration) (*env, *fakeLiveness) {
 	t.Helper()
 	e := &env{tabletest.NewStore(t)}
 	live := &fakeLiveness{members: map[string]nodelifecycle.BoardState{}, changed: make(chan struct{})}
 	ctl := nodelifecycle.New(e.Store, live, nodelifecycle.Config{Grace: grace, Resync: 50 * time.Millisecond, PodGC: 100 * time.Millisecond,
-		PodCIDR: netip.MustParsePrefix("10.42.0.0/22")}, e.Log)
+		PodCIDR: netip.MustParsePrefix("10.42.0.0/22"), Hold: hold}, e.Log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); ctl.Run(ctx) }()
@@ -91,7 +92,7 @@ func taintKeys(n *corev1.Node) []string {
 }
 
 func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
-	e, live := lifecycleEnv(t, 300*time.Millisecond)
+	e, live := lifecycleEnv(t, 300*time.Millisecond, time.Hour)
 	nodes := e.Res(t, "", "v1", "nodes")
 	for _, name := range []string{"alive", "dies", "leaves", "never"} {
 		if name != "never" {
@@ -174,7 +175,7 @@ func TestNodeLifecycleConditionsAndTaints(t *testing.T) {
 }
 
 func TestNodeLifecycleEviction(t *testing.T) {
-	e, live := lifecycleEnv(t, time.Hour)
+	e, live := lifecycleEnv(t, time.Hour, time.Hour)
 	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
 	e.Namespace(t, "default")
 	live.set("pi", nodelifecycle.BoardAlive)
@@ -230,10 +231,109 @@ func TestNodeLifecycleEviction(t *testing.T) {
 	}
 }
 
+// podOn is a pod bound to node that tolerates its loss for no time at all.
+func podOn(name, node string) *corev1.Pod {
+	zero := int64(0)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node,
+		Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &zero}},
+		Containers:  []corev1.Container{{Name: "c", Image: "img"}}}}
+}
+
+func (e *env) evicted(t *testing.T, name string) bool {
+	t.Helper()
+	obj, there := e.Exists(t, e.Res(t, "", "v1", "pods"), "default", name)
+	return !there || obj.GetDeletionTimestamp() != nil
+}
+
+func (e *env) setReady(t *testing.T, name string) {
+	t.Helper()
+	if _, err := e.Mutate(e.Ctx, e.Res(t, "", "v1", "nodes"), "", name, "status", func(obj runtime.Object) error {
+		n := obj.(*corev1.Node)
+		for i := range n.Status.Conditions {
+			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionTrue, "KubeletReady"
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// When every Node is lost at once the controller marks them but evicts
+// nothing; when boards come back, the tolerations of the pods on those
+// still lost count from a grace after then.
+func TestNodeLifecycleFullDisruption(t *testing.T) {
+	e, live := lifecycleEnv(t, 500*time.Millisecond, time.Hour)
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	names := []string{"pi1", "pi2", "pi3"}
+	for _, name := range names {
+		live.set(name, nodelifecycle.BoardAlive)
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
+		e.MustCreate(t, pods, "default", podOn("on-"+name, name))
+	}
+	for _, name := range names {
+		live.set(name, nodelifecycle.BoardDead)
+	}
+	tabletest.Eventually(t, "every node unreachable", func() bool {
+		for _, name := range names {
+			if len(e.node(t, name).Spec.Taints) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(400 * time.Millisecond)
+	for _, name := range names {
+		if e.evicted(t, "on-"+name) {
+			t.Fatalf("pod on-%s was evicted while every node was lost", name)
+		}
+	}
+	// Two boards are back: the third one's pod goes.
+	for _, name := range names[:2] {
+		live.set(name, nodelifecycle.BoardAlive)
+		e.setReady(t, name)
+	}
+	tabletest.Eventually(t, "the pod of the board still lost evicted", func() bool { return e.evicted(t, "on-pi3") })
+	for _, name := range names[:2] {
+		if e.evicted(t, "on-"+name) {
+			t.Errorf("pod on-%s of a board that came back was evicted", name)
+		}
+	}
+}
+
+// After the control plane's own outage, the boards it has not heard from
+// since it started keep their pods for the hold: they may simply not have
+// found the servers yet. A board seen to die is not held.
+func TestNodeLifecycleHoldAfterTakeover(t *testing.T) {
+	const hold = 1500 * time.Millisecond
+	start := time.Now()
+	e, live := lifecycleEnv(t, 100*time.Millisecond, hold)
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	for _, name := range []string{"pi1", "pi2", "pi3", "dies", "unheard"} {
+		if name != "unheard" {
+			live.set(name, nodelifecycle.BoardAlive)
+		}
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
+	}
+	e.MustCreate(t, pods, "default", podOn("on-dies", "dies"))
+	e.MustCreate(t, pods, "default", podOn("on-unheard", "unheard"))
+	live.set("dies", nodelifecycle.BoardDead)
+	tabletest.Eventually(t, "the dead board's pod evicted", func() bool { return e.evicted(t, "on-dies") })
+	tabletest.Eventually(t, "the unheard board tainted", func() bool { return len(e.node(t, "unheard").Spec.Taints) == 2 })
+	if e.evicted(t, "on-unheard") {
+		t.Fatal("the pod of a board not heard since the start was evicted before the hold ended")
+	}
+	tabletest.Eventually(t, "the unheard board's pod evicted after the hold", func() bool { return e.evicted(t, "on-unheard") })
+	if took := time.Since(start); took < hold {
+		t.Fatalf("evicted %v after the start, before the %v hold", took, hold)
+	}
+}
+
 // A pod bound to a Node that is gone is deleted at once: no agent is left
 // to finish a graceful deletion.
 func TestNodeLifecyclePodGC(t *testing.T) {
-	e, live := lifecycleEnv(t, time.Hour)
+	e, live := lifecycleEnv(t, time.Hour, time.Hour)
 	e.Namespace(t, "default")
 	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
 	live.set("pi", nodelifecycle.BoardAlive)

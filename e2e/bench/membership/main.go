@@ -1,8 +1,9 @@
 // Command membench is `make bench-membership`: ten boards (three servers,
 // seven agents) as isle processes on loopback, each with its own address
 // and the standard ports. It measures how long a board killed with
-// SIGKILL takes to show NotReady, what the servers write to disk while the
-// cluster idles, and the gossip traffic per board.
+// SIGKILL takes to show NotReady, what every board writes to disk while the
+// cluster idles, fresh and after a burst of writes (target: nothing, so
+// that SD cards last), and the gossip traffic per board.
 //
 // Kubernetes' reference: a Node goes NotReady after node-monitor-grace-
 // period (40 s by default) without a renewal of its Lease, which every
@@ -160,9 +161,10 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 		}
 		return out, nil
 	}
+	// Disk writes of every isle process (/proc/PID/io write_bytes).
 	writes := func() ([]uint64, error) {
 		var out []uint64
-		for _, b := range boards[:3] {
+		for _, b := range boards {
 			w, err := b.p.WriteBytes()
 			if err != nil {
 				return nil, err
@@ -171,21 +173,40 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 		}
 		return out, nil
 	}
+	// idleWrites measures each board's bytes written per second over idle.
+	idleWrites := func(what string) ([]float64, error) {
+		w0, err := writes()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("idle for %v (%s) ...\n", idle, what)
+		time.Sleep(idle)
+		w1, err := writes()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, len(boards))
+		for i := range boards {
+			out[i] = float64(w1[i]-w0[i]) / idle.Seconds()
+		}
+		return out, nil
+	}
 	g0, err := gossipBytes()
 	if err != nil {
 		return err
 	}
-	w0, err := writes()
+	fresh, err := idleWrites("a fresh cluster")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("idle for %v ...\n", idle)
-	time.Sleep(idle)
 	g1, err := gossipBytes()
 	if err != nil {
 		return err
 	}
-	w1, err := writes()
+	if err := burst(cs[0], 300); err != nil {
+		return err
+	}
+	afterBurst, err := idleWrites("after a burst of 300 ConfigMaps created, updated and deleted")
 	if err != nil {
 		return err
 	}
@@ -225,10 +246,36 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 	fmt.Printf("| kill -9 → Node NotReady, median of %d | %.2f s | ≤ 6 s | 40 s grace |\n", len(times), quantile(times, 0.5).Seconds())
 	fmt.Printf("| kill -9 → Node NotReady, p99 | %.2f s | | |\n", quantile(times, 0.99).Seconds())
 	for i, b := range boards[:3] {
-		fmt.Printf("| idle disk writes, %s, over %v | %.1f B/s | ≤ 100 B/s | Lease renewals every 10 s |\n", b.name, idle, float64(w1[i]-w0[i])/secs)
+		fmt.Printf("| idle disk writes, %s, over %v, fresh | %.1f B/s | 0 B/s | Lease renewals every 10 s |\n", b.name, idle, fresh[i])
+		fmt.Printf("| idle disk writes, %s, over %v, after a burst | %.1f B/s | 0 B/s | |\n", b.name, idle, afterBurst[i])
 	}
+	fmt.Printf("| idle disk writes, agents, max over %d, fresh | %.1f B/s | 0 B/s | |\n", len(boards)-3, slices.Max(fresh[3:]))
+	fmt.Printf("| idle disk writes, agents, max over %d, after a burst | %.1f B/s | 0 B/s | |\n", len(boards)-3, slices.Max(afterBurst[3:]))
 	fmt.Printf("| gossip bytes per board (sent + received UDP, sent TCP), median | %.0f B/s | | |\n", perBoard[len(perBoard)/2])
 	fmt.Printf("| gossip bytes per board, max | %.0f B/s | | |\n", perBoard[len(perBoard)-1])
+	return nil
+}
+
+// burst creates, updates and deletes n ConfigMaps, one at a time.
+func burst(cs *kubernetes.Clientset, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cms := cs.CoreV1().ConfigMaps("default")
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i)}, Data: map[string]string{"v": strings.Repeat("x", 512)}}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+		cm.Data["v"] = strings.Repeat("y", 512)
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+	}
+	for i := range n {
+		if err := cms.Delete(ctx, fmt.Sprintf("burst-%d", i), metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+	}
 	return nil
 }
 
