@@ -47,4 +47,18 @@
 // voters (Promote) once in sync. RemoveMember refuses a removal that would
 // leave fewer active voters than a quorum. Member IDs are random 64-bit
 // numbers and a removed ID is remembered forever and never accepted again.
+// A member added after the newest snapshot, which that snapshot does not
+// name, is sent the state at the applied index instead (as etcd's merged
+// snapshots do), since raft would ignore the stale one.
+//
+// # Backups and recovery
+//
+// Backup freezes the state at one revision after a linearizable read
+// (online, on any member). Bootstrap.Seed starts a new cluster from such a
+// state: its first snapshot (index 1) names the new member alone.
+// Bootstrap.ForceNewCluster turns a restarting member into the only voter
+// of a new cluster with what it had committed: a snapshot at its commit
+// index names it alone, every other member is removed, an empty entry of a
+// new term drops what it had not seen committed, and the cluster ID
+// changes. Both write the snapshot and the WAL before the member file.
 package raft

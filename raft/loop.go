@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
@@ -144,6 +145,7 @@ func (n *Node) handleReady() error {
 	if !etcdraft.IsEmptyHardState(rd.HardState) {
 		n.storage.SetHardState(rd.HardState)
 	}
+	n.freshenSnapshots(rd.Messages)
 	n.tr.Send(rd.Messages)
 
 	if rd.SoftState != nil && rd.SoftState.Lead != n.lead {
@@ -212,24 +214,9 @@ func (n *Node) apply(ents []raftpb.Entry) error {
 // (refusals become no-ops on every member alike), hands it to raft, and
 // updates the transport's peers.
 func (n *Node) applyConfChange(e *raftpb.Entry) error {
-	var cc raftpb.ConfChangeV2
-	if e.Type == raftpb.EntryConfChange {
-		var v1 raftpb.ConfChange
-		if err := v1.Unmarshal(e.Data); err != nil {
-			return fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
-		}
-		cc = v1.AsV2()
-	} else if err := cc.Unmarshal(e.Data); err != nil {
-		return fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
-	}
-	var cctx confContext
-	if len(cc.Context) > 0 {
-		if err := json.Unmarshal(cc.Context, &cctx); err != nil {
-			n.log.Warn("raft: conf change with unreadable context; refusing it", "index", e.Index, "err", err)
-			for i := range cc.Changes {
-				cc.Changes[i].NodeID = 0
-			}
-		}
+	cc, cctx, err := n.decodeConfChange(e)
+	if err != nil {
+		return err
 	}
 	refused := n.members.apply(&cc, cctx.Member)
 	cs := n.rn.ApplyConfChange(cc)
@@ -247,6 +234,31 @@ func (n *Node) applyConfChange(e *raftpb.Entry) error {
 		return ErrRemoved
 	}
 	return nil
+}
+
+// decodeConfChange decodes a conf-change entry; one with an unreadable
+// context is turned into a no-op.
+func (n *Node) decodeConfChange(e *raftpb.Entry) (raftpb.ConfChangeV2, confContext, error) {
+	var cc raftpb.ConfChangeV2
+	var cctx confContext
+	if e.Type == raftpb.EntryConfChange {
+		var v1 raftpb.ConfChange
+		if err := v1.Unmarshal(e.Data); err != nil {
+			return cc, cctx, fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
+		}
+		cc = v1.AsV2()
+	} else if err := cc.Unmarshal(e.Data); err != nil {
+		return cc, cctx, fmt.Errorf("raft: decode conf change at %d: %w", e.Index, err)
+	}
+	if len(cc.Context) > 0 {
+		if err := json.Unmarshal(cc.Context, &cctx); err != nil {
+			n.log.Warn("raft: conf change with unreadable context; refusing it", "index", e.Index, "err", err)
+			for i := range cc.Changes {
+				cc.Changes[i].NodeID = 0
+			}
+		}
+	}
+	return cc, cctx, nil
 }
 
 // syncPeers makes the transport's peer set match the member table.
@@ -357,6 +369,51 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) 
 	}
 	n.metrics.snapshots.Inc()
 	n.log.Info("raft: snapshot taken", "index", index, "bytes", len(snap.Data), "took", time.Since(start))
+}
+
+// freshenSnapshots replaces each snapshot sent to a member it does not
+// name (a member added after the newest snapshot, which raft's receiver
+// ignores: "not in the ConfState") by the state at the applied index, as
+// etcd sends a merged snapshot. A member added to a restored cluster, whose
+// one snapshot names only its first member, needs this; so does any member
+// added after the log was compacted and before the next snapshot.
+func (n *Node) freshenSnapshots(msgs []raftpb.Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Type != raftpb.MsgSnap || m.Snapshot == nil || inConf(m.Snapshot.Metadata.ConfState, m.To) {
+			continue
+		}
+		term, err := n.storage.Term(n.applied)
+		if err != nil {
+			n.log.Warn("raft: no fresh snapshot for a new member", "to", fmt.Sprintf("%x", m.To), "err", err)
+			continue
+		}
+		members, err := n.members.marshal()
+		if err != nil {
+			n.log.Warn("raft: no fresh snapshot for a new member", "to", fmt.Sprintf("%x", m.To), "err", err)
+			continue
+		}
+		kvData, err := n.kv.Snapshot()
+		if err != nil {
+			n.log.Warn("raft: no fresh snapshot for a new member", "to", fmt.Sprintf("%x", m.To), "err", err)
+			continue
+		}
+		var cs raftpb.ConfState
+		if err := cs.Unmarshal(mustMarshal(&n.confState)); err != nil {
+			n.log.Warn("raft: no fresh snapshot for a new member", "to", fmt.Sprintf("%x", m.To), "err", err)
+			continue
+		}
+		m.Snapshot = &raftpb.Snapshot{Data: encodeSnapshot(members, kvData),
+			Metadata: raftpb.SnapshotMetadata{Index: n.applied, Term: term, ConfState: cs}}
+		n.log.Info("raft: sending the state at the applied index to a member added after the newest snapshot",
+			"to", fmt.Sprintf("%x", m.To), "index", n.applied, "bytes", len(m.Snapshot.Data))
+	}
+}
+
+// inConf reports whether id is a voter or learner of cs.
+func inConf(cs raftpb.ConfState, id uint64) bool {
+	return slices.Contains(cs.Voters, id) || slices.Contains(cs.Learners, id) ||
+		slices.Contains(cs.VotersOutgoing, id) || slices.Contains(cs.LearnersNext, id)
 }
 
 func mustMarshal(cs *raftpb.ConfState) []byte {

@@ -26,6 +26,16 @@ type Bootstrap struct {
 	// Join starts a member that an existing cluster has added as a learner
 	// (see AddLearner).
 	Join *JoinInfo
+	// Seed, with NewCluster, starts the new cluster from a key/value state
+	// that Backup returned (a restore): the first snapshot holds it, so the
+	// store starts at its revision.
+	Seed []byte
+	// ForceNewCluster recovers a member that restarts after its cluster
+	// lost quorum for good: it becomes the only voter of a new cluster (a
+	// new cluster ID, every other member removed) holding what it had
+	// committed; entries it had not seen committed are dropped. It needs a
+	// data directory that holds a member.
+	ForceNewCluster bool
 }
 
 // JoinInfo is what a cluster tells a member it has just added.
@@ -42,6 +52,10 @@ type memberFile struct {
 	MemberID  uint64 `json:"memberID"`
 	Name      string `json:"name"`
 	Format    int    `json:"format"`
+	// Forced is set when this member forced a new cluster, and cleared at
+	// its first start without ForceNewCluster: a flag left on the command
+	// line does not force again (and drop the members added since).
+	Forced bool `json:"forced,omitempty"`
 }
 
 // DataFormat is the format of the data directory this package writes: of
@@ -71,9 +85,30 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("raft: open: %w", err)
 	}
-	mf, existed, err := loadOrCreateMemberFile(cfg, boot)
+	mf, existed, err := loadMemberFile(cfg)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case boot.Seed != nil && !boot.NewCluster:
+		return nil, errors.New("raft: open: a seed needs a new cluster")
+	case boot.ForceNewCluster && !existed:
+		return nil, fmt.Errorf("raft: open: force a new cluster: %s holds no member to recover", cfg.DataDir)
+	case !existed:
+		if mf, err = newMemberFile(cfg, boot); err != nil {
+			return nil, err
+		}
+		if boot.Seed != nil {
+			// Leftovers of a restore that stopped before its member file
+			// was written: the member file marks a member complete.
+			for _, d := range []string{"wal", "snap"} {
+				if err := os.RemoveAll(filepath.Join(cfg.DataDir, d)); err != nil {
+					return nil, fmt.Errorf("raft: open: %w", err)
+				}
+			}
+		} else if err := saveMemberFile(cfg.DataDir, mf); err != nil {
+			return nil, err
+		}
 	}
 	n := &Node{
 		cfg:       cfg,
@@ -107,6 +142,21 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		w.Close()
 		return nil, err
 	}
+	switch {
+	case existed && boot.ForceNewCluster && mf.Forced:
+		n.log.Warn("raft: not forcing a new cluster again: this member forced the one it is in, and has not started without the flag since; remove the flag")
+	case existed && boot.ForceNewCluster:
+		err = n.forceNewCluster(st, mf)
+	case existed && mf.Forced:
+		mf.Forced = false
+		err = saveMemberFile(cfg.DataDir, mf)
+	case !existed && boot.Seed != nil:
+		err = n.seed(boot.Seed, mf)
+	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
 
 	rc := &etcdraft.Config{
 		ID:                        n.id,
@@ -128,6 +178,8 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		return nil, fmt.Errorf("raft: start raft: %w", err)
 	}
 	switch {
+	case !existed && boot.Seed != nil:
+		n.log.Info("raft: started a new cluster from a seed", "cluster", fmt.Sprintf("%x", n.clusterID), "revision", n.kv.Revision())
 	case existed:
 		n.log.Info("raft: restarting member", "cluster", fmt.Sprintf("%x", n.clusterID),
 			"snapshot", n.snapIndex, "entries", len(st.Entries), "term", st.HardState.Term)
@@ -196,7 +248,8 @@ func (n *Node) installSnapshot(s raftpb.Snapshot) error {
 	return nil
 }
 
-func loadOrCreateMemberFile(cfg Config, boot Bootstrap) (memberFile, bool, error) {
+// loadMemberFile reads the member file, if there is one.
+func loadMemberFile(cfg Config) (memberFile, bool, error) {
 	path := filepath.Join(cfg.DataDir, memberFileName)
 	var mf memberFile
 	b, err := os.ReadFile(path)
@@ -209,26 +262,33 @@ func loadOrCreateMemberFile(cfg Config, boot Bootstrap) (memberFile, bool, error
 			return mf, false, err
 		}
 		return mf, true, nil
-	case !errors.Is(err, os.ErrNotExist):
-		return mf, false, fmt.Errorf("raft: open: %w", err)
+	case errors.Is(err, os.ErrNotExist):
+		return mf, false, nil
 	}
+	return mf, false, fmt.Errorf("raft: open: %w", err)
+}
+
+// newMemberFile makes the member file of a new member.
+func newMemberFile(cfg Config, boot Bootstrap) (memberFile, error) {
 	switch {
 	case boot.NewCluster && boot.Join != nil:
-		return mf, false, errors.New("raft: open: choose one of a new cluster and joining one, not both")
+		return memberFile{}, errors.New("raft: open: choose one of a new cluster and joining one, not both")
 	case boot.NewCluster:
-		mf = memberFile{ClusterID: randomID(), MemberID: randomID(), Name: cfg.Name, Format: DataFormat}
+		return memberFile{ClusterID: randomID(), MemberID: randomID(), Name: cfg.Name, Format: DataFormat}, nil
 	case boot.Join != nil:
 		if boot.Join.ClusterID == 0 || boot.Join.MemberID == 0 {
-			return mf, false, errors.New("raft: open: join information lacks the cluster or member ID")
+			return memberFile{}, errors.New("raft: open: join information lacks the cluster or member ID")
 		}
-		mf = memberFile{ClusterID: boot.Join.ClusterID, MemberID: boot.Join.MemberID, Name: cfg.Name, Format: DataFormat}
-	default:
-		return mf, false, fmt.Errorf("raft: open: %s holds no member: start a new cluster or join one", cfg.DataDir)
+		return memberFile{ClusterID: boot.Join.ClusterID, MemberID: boot.Join.MemberID, Name: cfg.Name, Format: DataFormat}, nil
 	}
-	if err := writeMemberFile(path, mf); err != nil {
-		return mf, false, fmt.Errorf("raft: open: %w", err)
+	return memberFile{}, fmt.Errorf("raft: open: %s holds no member: start a new cluster or join one", cfg.DataDir)
+}
+
+func saveMemberFile(dir string, mf memberFile) error {
+	if err := writeMemberFile(filepath.Join(dir, memberFileName), mf); err != nil {
+		return fmt.Errorf("raft: open: %w", err)
 	}
-	return mf, false, nil
+	return nil
 }
 
 func writeMemberFile(path string, mf memberFile) error {

@@ -191,6 +191,8 @@ func inMemory(dir string) (bool, error) {
 	if err := unix.Statfs(dir, &fs); err != nil {
 		return false, fmt.Errorf("statfs %s: %w", dir, err)
 	}
-	t := uint32(fs.Type) // int32 on 32-bit ARM
+	// The type is an int32 on 32-bit ARM, where RAMFS_MAGIC does not fit:
+	// compare the 32 bits of the magic number.
+	t := uint32(fs.Type)
 	return t == unix.TMPFS_MAGIC || t == unix.RAMFS_MAGIC, nil
 }

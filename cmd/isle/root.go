@@ -19,6 +19,7 @@ func newRootCommand() *cobra.Command {
 		newAgentCommand(),
 		newMemberCommand(),
 		newStoreCommand(),
+		newSnapshotCommand(),
 		newKubeconfigCommand(),
 		newCertsCommand(),
 		newImagesCommand(),

@@ -20,6 +20,7 @@ import (
 	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/node/agent"
+	"github.com/isle-cluster/isle/raft"
 )
 
 // serverFlags are the flags of `isle server`.
@@ -42,6 +43,8 @@ type serverFlags struct {
 	memLimit        string
 	snapshot        cluster.SnapshotTuning
 	certValidity    time.Duration
+	backups         cluster.BackupSchedule
+	forceNewCluster bool
 	node            nodeFlags
 }
 
@@ -87,6 +90,10 @@ ignored, so the same command line works after a reboot.`,
 	// For tests of certificate renewal only: lifetimes of minutes.
 	fl.DurationVar(&f.certValidity, "cert-validity", 0, "validity of the certificates this server issues (0: a year); for tests of their renewal")
 	_ = fl.MarkHidden("cert-validity")
+	fl.StringVar(&f.backups.Dir, "snapshot-dir", "", "directory to write scheduled backups of the cluster to (a USB stick, say); empty: none (see isle snapshot)")
+	fl.DurationVar(&f.backups.Interval, "snapshot-interval", 12*time.Hour, "time between two scheduled backups")
+	fl.IntVar(&f.backups.Keep, "snapshot-keep", 5, "scheduled backups of this server kept in --snapshot-dir (older ones are removed)")
+	fl.BoolVar(&f.forceNewCluster, "force-new-cluster", false, "recover the last surviving server after the store lost its quorum for good: it becomes the only store member of a new cluster with what it had committed; remove the flag once it runs, and empty the lost servers before they join again")
 	f.node.add(fl)
 	return cmd
 }
@@ -111,6 +118,12 @@ func (f *serverFlags) validate() error {
 	}
 	if f.certValidity != 0 && f.certValidity < 10*time.Second {
 		return fmt.Errorf("--cert-validity %v: want 0 (a year) or at least 10s", f.certValidity)
+	}
+	if f.backups.Interval < time.Second {
+		return fmt.Errorf("--snapshot-interval %v: want at least 1s", f.backups.Interval)
+	}
+	if f.backups.Keep < 1 {
+		return fmt.Errorf("--snapshot-keep %d: want at least 1", f.backups.Keep)
 	}
 	if f.nodeGrace < time.Second {
 		return fmt.Errorf("--node-monitor-grace-period %v: want at least 1s", f.nodeGrace)
@@ -179,6 +192,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
 			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,
 			LeafValidity: f.certValidity,
+			Backups:      f.backups, Boot: raft.Bootstrap{ForceNewCluster: f.forceNewCluster},
 		},
 	})
 }

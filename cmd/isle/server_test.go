@@ -10,12 +10,14 @@ import (
 
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/spf13/pflag"
+
+	"github.com/isle-cluster/isle/control/cluster"
 )
 
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
 		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi",
-			node: defaultNodeFlags()}
+			backups: cluster.BackupSchedule{Interval: 12 * time.Hour, Keep: 5}, node: defaultNodeFlags()}
 	}
 	cases := []struct {
 		name   string
@@ -64,6 +66,11 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"ingress without a port", func(f *serverFlags) { f.node.ingressHTTP = "10.0.0.1" }, "--ingress-http"},
 		{"ingress TLS without a port", func(f *serverFlags) { f.node.ingressHTTPS = "443" }, "--ingress-https"},
 		{"no ingress", func(f *serverFlags) { f.node.ingressHTTP, f.node.ingressHTTPS = "none", "443" }, ""},
+		{"scheduled backups", func(f *serverFlags) { f.backups.Dir = "/media/usb" }, ""},
+		{"backups too often", func(f *serverFlags) { f.backups.Interval = time.Millisecond }, "--snapshot-interval"},
+		{"no backups kept", func(f *serverFlags) { f.backups.Keep = 0 }, "--snapshot-keep"},
+		{"force a new cluster", func(f *serverFlags) { f.init = false; f.forceNewCluster = true }, ""},
+		{"force a new cluster on the first server's command line", func(f *serverFlags) { f.forceNewCluster = true }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

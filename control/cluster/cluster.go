@@ -71,8 +71,8 @@ type Config struct {
 	// host:port other servers and clients reach it at (default APIAddr).
 	APIAddr      string
 	APIAdvertise string
-	// StoreAddr serves the store's debugging API (keep it on loopback);
-	// empty: not served.
+	// StoreAddr serves the store's debugging API and backups (BackupPath)
+	// (keep it on loopback); empty: not served.
 	StoreAddr string
 	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
 	ServiceCIDR netip.Prefix
@@ -89,6 +89,8 @@ type Config struct {
 	// Snapshot tunes when the store snapshots (zero values: the store's
 	// defaults).
 	Snapshot SnapshotTuning
+	// Backups schedules backups of the store to files (zero: none).
+	Backups BackupSchedule
 	// Lead, if set, is called whenever this server becomes the leader,
 	// with a context that ends when it stops leading; it must not block.
 	Lead func(ctx context.Context)
@@ -146,7 +148,7 @@ func (c *Config) Validate() error {
 	if c.LeafValidity != 0 && c.LeafValidity < 10*time.Second {
 		return fmt.Errorf("cluster: certificate validity %v: want at least 10s", c.LeafValidity)
 	}
-	return nil
+	return c.Backups.validate()
 }
 
 // ClusterDNS is the cluster DNS address of a service range: its tenth
@@ -178,6 +180,15 @@ func Open(cfg Config) (*Server, error) {
 	if err := saveLocalInfo(cfg.DataDir, localInfo{APIServer: apiServer, LeafValidity: cfg.LeafValidity}); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// A prepared restore seeds a new store; after a crash that left the
+	// store made, it is finished below.
+	pending, err := loadRestore(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if pending != nil && !HasServer(cfg.DataDir) {
+		cfg.Boot = raft.Bootstrap{NewCluster: true, Seed: pending.state}
+	}
 	events.RegisterMetrics(cfg.Metrics)
 	scheduler.RegisterMetrics(cfg.Metrics)
 	node, err := raft.Open(raft.Config{
@@ -201,7 +212,14 @@ func Open(cfg Config) (*Server, error) {
 	}
 	tr.Start()
 	node.Start(tr)
-	return &Server{cfg: cfg, node: node, tr: tr}, nil
+	s := &Server{cfg: cfg, node: node, tr: tr}
+	if pending != nil {
+		if err := s.finishRestore(pending); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // Close stops the store.
@@ -278,6 +296,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	if cfg.StoreAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/store/", storeapi.Handler(node, log))
+		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -287,6 +306,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		defer shutdown(debug)
 	}
 
+	go scheduleBackups(runCtx, node, id, cfg.Name, cfg.Backups, log)
 	// Leading (the controllers, the floating address) goes on after ctx
 	// ends, until handOff has passed it to another server.
 	leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))

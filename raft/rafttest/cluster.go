@@ -22,6 +22,9 @@ type Options struct {
 	TickEvery time.Duration
 	// Tune adjusts each member's config (snapshot thresholds, say).
 	Tune func(*raft.Config)
+	// State, if set, is the key/value state the first member starts the
+	// cluster from (raft.Bootstrap.Seed).
+	State []byte
 }
 
 // Cluster is an in-process store cluster on a Network.
@@ -66,7 +69,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	t.Cleanup(c.Close)
 	go c.drive()
 
-	first := c.startMember("m0", c.memberDir("m0"), raft.Bootstrap{NewCluster: true})
+	first := c.startMember("m0", c.memberDir("m0"), raft.Bootstrap{NewCluster: true, Seed: opts.State})
 	c.WaitLeader(10 * time.Second)
 	for i := 1; i < opts.Size; i++ {
 		c.AddMember(fmt.Sprintf("m%d", i), first)
@@ -210,6 +213,20 @@ func (c *Cluster) Restart(id uint64) {
 	if !running {
 		c.startMember(m.Name, m.Dir, raft.Bootstrap{})
 	}
+}
+
+// RestartWith starts a crashed member again from its data directory with
+// boot (raft.Bootstrap.ForceNewCluster, say).
+func (c *Cluster) RestartWith(id uint64, boot raft.Bootstrap) {
+	c.t.Helper()
+	c.mu.Lock()
+	m := c.members[id]
+	running := m.Node != nil
+	c.mu.Unlock()
+	if running {
+		c.t.Fatalf("restart %s: it is running", m.Name)
+	}
+	c.startMember(m.Name, m.Dir, boot)
 }
 
 // Leader returns the ID of a leader that a running member reports and that

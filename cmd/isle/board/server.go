@@ -139,12 +139,22 @@ func runServer(ctx context.Context, cfg Config) error {
 	}
 }
 
-// establishIdentity loads the identity of a restarting server, creates the
-// one of a new cluster, or joins the cluster and saves the identity and
-// the node credential it is answered with.
+// establishIdentity loads the identity of a restarting server (or of a
+// prepared restore), creates the one of a new cluster, or joins the
+// cluster and saves the identity and the node credential it is answered
+// with.
 func establishIdentity(ctx context.Context, cfg Config, ccfg cluster.Config) (cluster.Identity, raft.Bootstrap, error) {
 	var boot raft.Bootstrap
-	if cluster.HasServer(cfg.DataDir) {
+	hasServer := cluster.HasServer(cfg.DataDir)
+	if ccfg.Boot.ForceNewCluster {
+		if !hasServer {
+			return cluster.Identity{}, boot, fmt.Errorf("cluster: --force-new-cluster: %s holds no server to recover", cfg.DataDir)
+		}
+		boot.ForceNewCluster = true
+	}
+	// A restarting server, or one whose data directory holds a prepared
+	// restore (cluster.Open seeds the store from it).
+	if hasServer || cluster.RestorePending(cfg.DataDir) {
 		id, err := cluster.LoadIdentity(cfg.DataDir)
 		return id, boot, err
 	}
