@@ -2,6 +2,8 @@
 // years goes through, on an island of three servers and two agents
 // running the tutorial's hello app (deploy/examples/hello.yaml):
 //
+//   - a backup (`isle snapshot save`) with 1,000 pods stored: its time and
+//     size, and the time of `isle snapshot restore` of it;
 //   - cold power-on: every board killed at once (kill -9 of everything of
 //     it), then powered on: the time to every Node Ready and /hello
 //     answering through the Ingress (median of -cold runs);
@@ -104,6 +106,14 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	var t benchkit.Table
 
+	// A backup with 1,000 pods stored, and a restore of it.
+	save, restore, size, err := b.snapshot(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	t.Row("isle snapshot save, 1,000 pods stored: time, file size", fmt.Sprintf("%.2f s, %.2f MB", save.Seconds(), float64(size)/1e6), "", true)
+	t.Row("isle snapshot restore of that file into a new data directory", fmt.Sprintf("%.2f s", restore.Seconds()), "", true)
+
 	// Cold power-ons.
 	var colds []float64
 	for i := range o.cold {
@@ -200,6 +210,49 @@ func get(host string) error {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// snapshot stores n pods (Pending: they ask for a node nobody has), times
+// `isle snapshot save` on pi1 and `isle snapshot restore` of the file into
+// a new data directory, and deletes the pods.
+func (b *bench) snapshot(ctx context.Context, n int) (save, restore time.Duration, size int64, err error) {
+	var manifest strings.Builder
+	for i := range n {
+		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: stored-%d, labels: {bench: day2}}\n"+
+			"spec: {nodeSelector: {bench: nowhere}, containers: [{name: c, image: %s}]}\n", i, "registry.island/"+islandbench.HelloRef)
+	}
+	if _, err := islandbench.Kubectl(ctx, b.st, manifest.String(), "apply", "-f", "-"); err != nil {
+		return 0, 0, 0, err
+	}
+	dir, err := os.MkdirTemp("", "isle-day2-")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "cluster.snapshot")
+	began := time.Now()
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "exec", "isle-pi1", b.o.isle, "snapshot", "save", file).CombinedOutput(); err != nil {
+		return 0, 0, 0, fmt.Errorf("isle snapshot save: %w: %s", err, out)
+	}
+	save = time.Since(began)
+	fi, err := os.Stat(file)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	token, err := os.ReadFile(filepath.Join(b.o.dir, "pi1", "data", "token"))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("the cluster token: %w", err)
+	}
+	began = time.Now()
+	if out, err := exec.CommandContext(ctx, b.o.isle, "snapshot", "restore", file, "--data-dir", filepath.Join(dir, "restored"),
+		"--token", strings.TrimSpace(string(token))).CombinedOutput(); err != nil {
+		return 0, 0, 0, fmt.Errorf("isle snapshot restore: %w: %s", err, out)
+	}
+	restore = time.Since(began)
+	if _, err := islandbench.Kubectl(ctx, b.st, "", "delete", "pods", "-l", "bench=day2", "--wait=false"); err != nil {
+		return 0, 0, 0, err
+	}
+	return save, restore, fi.Size(), nil
 }
 
 // coldPowerOn kills every board, powers them all on, and times the island
