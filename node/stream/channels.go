@@ -23,6 +23,9 @@ const (
 	closeTimeout = 5 * time.Second
 	// copyBufSize is the buffer that moves stdin and sizes into their pipes.
 	copyBufSize = 4 * 1024
+	// clientSetupGrace is how long a session's first message waits for
+	// the client to send one of its own (see channelConn.ready).
+	clientSetupGrace = 100 * time.Millisecond
 )
 
 // channelIDs are the channel bytes that start messages, as slices of it.
@@ -59,17 +62,34 @@ type channelConn struct {
 
 	wmu  sync.Mutex    // one message written at a time
 	done chan struct{} // closed when the read loop ends: the client closed or went
+
+	// ready is closed when the client is surely reading its channels: it
+	// sent a message, or clientSetupGrace passed since the upgrade. No
+	// message is written before. client-go's WebSocket executor up to
+	// 0.33 (kubectl 1.30 to 1.33) starts reading the connection before it
+	// has made its streams, and drops a message that comes in between
+	// with an error line on kubectl's stderr, "Unknown stream id 1,
+	// discarding message" (fixed in client-go 0.34, kubernetes#131203).
+	// The client sends nothing that says its streams are made unless it
+	// has stdin or a terminal; its setup takes microseconds after the
+	// 101, which the grace covers many times over.
+	ready      chan struct{}
+	readyOnce  sync.Once
+	readyTimer *time.Timer
 }
 
 // newChannelConn starts reading the upgraded connection ws.
-func newChannelConn(ws *websocket.Conn, stdin, tty bool, log *slog.Logger) *channelConn {
+// Its messages wait grace for the client's first (see ready).
+func newChannelConn(ws *websocket.Conn, stdin, tty bool, grace time.Duration, log *slog.Logger) *channelConn {
 	c := &channelConn{
 		ws:         ws,
 		v5:         ws.Subprotocol() == remotecommand.StreamProtocolV5Name,
 		jsonStatus: ws.Subprotocol() != remotecommand.StreamProtocolV1Name,
 		log:        log,
 		done:       make(chan struct{}),
+		ready:      make(chan struct{}),
 	}
+	c.readyTimer = time.AfterFunc(grace, c.setReady)
 	if stdin {
 		c.stdinR, c.stdinW = io.Pipe()
 	}
@@ -84,6 +104,7 @@ func newChannelConn(ws *websocket.Conn, stdin, tty bool, log *slog.Logger) *chan
 // ends the incoming channels (io.EOF) and closes c.done.
 func (c *channelConn) readLoop() {
 	defer close(c.done)
+	defer c.setReady() // writes fail from now on, without waiting
 	defer func() {
 		for _, w := range []*io.PipeWriter{c.stdinW, c.resizeW} {
 			if w != nil {
@@ -104,6 +125,7 @@ func (c *channelConn) readLoop() {
 			}
 			return
 		}
+		c.setReady()
 		if typ != websocket.BinaryMessage {
 			continue
 		}
@@ -121,6 +143,11 @@ func (c *channelConn) readLoop() {
 			}
 		}
 	}
+}
+
+// setReady lets the session's messages go (see ready).
+func (c *channelConn) setReady() {
+	c.readyOnce.Do(func() { close(c.ready) })
 }
 
 // copyTo moves a message into a channel's pipe, waiting for it to be read;
@@ -147,6 +174,7 @@ type channelWriter struct {
 
 func (w channelWriter) Write(p []byte) (int, error) {
 	c := w.c
+	<-c.ready
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := c.ws.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
@@ -171,6 +199,7 @@ func (w channelWriter) Write(p []byte) (int, error) {
 // read stdin, sends a normal close, waits (a while) for the client's answer
 // and closes the connection.
 func (c *channelConn) close() {
+	c.readyTimer.Stop()
 	for _, r := range []*io.PipeReader{c.stdinR, c.resizeR} {
 		if r != nil {
 			r.Close()

@@ -19,7 +19,11 @@
 // message {255, channel} closes a channel (the client's stdin at its end).
 // The session ends with a metav1.Status on channel 3: Success, or Failure
 // with reason NonZeroExitCode and the exit code as an ExitCode cause, which
-// kubectl turns into its own exit code. SPDY is not served: kubectl speaks
+// kubectl turns into its own exit code. No message is written before the
+// client has sent one or 100 ms have passed since the upgrade: kubectl 1.30
+// to 1.33 read the connection before they have made their streams, and
+// drop a message that comes in between with an error line ("Unknown
+// stream id 1, discarding message"). SPDY is not served: kubectl speaks
 // WebSocket since 1.30.
 //
 // Authentication and TLS are the http.Server's (client certificates); the

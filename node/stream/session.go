@@ -130,7 +130,7 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 		log.Info("stream: WebSocket upgrade", "err", err) // answered by the upgrader
 		return
 	}
-	c := newChannelConn(ws, opts.stdin, opts.tty, log)
+	c := newChannelConn(ws, opts.stdin, opts.tty, h.setupGrace, log)
 	defer c.close()
 	log.Debug("stream: session started", "protocol", ws.Subprotocol(), "command", opts.command, "tty", opts.tty)
 
@@ -146,9 +146,9 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 	}()
 	// An empty message on the first output channel tells a client of the
 	// older protocols that the session stands, as the kubelet does. v5's
-	// clients (kubectl 1.30 on) need none, and kubectl up to 1.33 drops a
-	// message that comes before it has made its streams, with an error
-	// line ("Unknown stream id 1").
+	// clients (kubectl 1.30 on) need none: it would only be one more
+	// message for kubectl up to 1.33 to read before it has made its
+	// streams, were the client slower than the grace (channelConn.ready).
 	if !c.v5 {
 		first := byte(statusChannel)
 		switch {
