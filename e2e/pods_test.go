@@ -814,11 +814,11 @@ func bundledKubectl(t *testing.T, minor string) string {
 var klogLine = regexp.MustCompile(`(?m)^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ `)
 
 // TestKubectlStreamsQuiet: kubectl exec (with and without -i, and -it),
-// attach and port-forward print on stderr nothing of their own, with the
-// oldest and the newest kubectl bundled (issue 21: kubectl 1.30 to 1.33
-// logged "Unknown stream id 1, discarding message" when a message came
-// before it had made its streams). Exec and attach speak WebSocket, from
-// kubectl 1.30 on; port-forward SPDY, from the oldest on.
+// attach and port-forward work and print on stderr nothing of their own,
+// with the oldest and the newest kubectl bundled, and the oldest speaking
+// WebSocket (issue 21: kubectl 1.30 to 1.33 logged "Unknown stream id 1,
+// discarding message" when a message came before it had made its
+// streams). Exec and attach speak SPDY up to 1.29, WebSocket from 1.30 on.
 func TestKubectlStreamsQuiet(t *testing.T) {
 	b := startPodBoard(t)
 	b.apply(t, fmt.Sprintf(`apiVersion: v1
@@ -852,7 +852,7 @@ spec:
 			t.Errorf("kubectl %s wrote on stderr:\n%s", what, stderr)
 		}
 	}
-	for _, minor := range []string{"1.30", "1.33"} {
+	for _, minor := range []string{"1.27", "1.30", "1.33"} {
 		t.Run("exec and attach with kubectl "+minor, func(t *testing.T) {
 			k := *b.kubectl
 			k.bin = bundledKubectl(t, minor)

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
 )
 
@@ -60,6 +62,9 @@ type channelConn struct {
 	stdinR, resizeR *io.PipeReader
 	stdinW, resizeW *io.PipeWriter
 
+	// stdout, stderr: the output channels asked for.
+	stdout, stderr bool
+
 	wmu  sync.Mutex    // one message written at a time
 	done chan struct{} // closed when the read loop ends: the client closed or went
 
@@ -80,7 +85,7 @@ type channelConn struct {
 
 // newChannelConn starts reading the upgraded connection ws.
 // Its messages wait grace for the client's first (see ready).
-func newChannelConn(ws *websocket.Conn, stdin, tty bool, grace time.Duration, log *slog.Logger) *channelConn {
+func newChannelConn(ws *websocket.Conn, opts sessionOptions, grace time.Duration, log *slog.Logger) *channelConn {
 	c := &channelConn{
 		ws:         ws,
 		v5:         ws.Subprotocol() == remotecommand.StreamProtocolV5Name,
@@ -90,12 +95,13 @@ func newChannelConn(ws *websocket.Conn, stdin, tty bool, grace time.Duration, lo
 		ready:      make(chan struct{}),
 	}
 	c.readyTimer = time.AfterFunc(grace, c.setReady)
-	if stdin {
+	if opts.stdin {
 		c.stdinR, c.stdinW = io.Pipe()
 	}
-	if tty {
+	if opts.tty {
 		c.resizeR, c.resizeW = io.Pipe()
 	}
+	c.stdout, c.stderr = opts.stdout, opts.stderr
 	go c.readLoop()
 	return c
 }
@@ -160,6 +166,43 @@ func (c *channelConn) copyTo(w *io.PipeWriter, r io.Reader, buf []byte) {
 		c.log.Debug("stream: read message", "err", err)
 	}
 }
+
+var _ sessionConn = (*channelConn)(nil)
+
+func (c *channelConn) streams() (stdin io.Reader, stdout, stderr io.Writer, resize io.Reader) {
+	if c.stdinR != nil {
+		stdin = c.stdinR
+	}
+	if c.stdout {
+		stdout = c.writer(stdoutChannel)
+	}
+	if c.stderr {
+		stderr = c.writer(stderrChannel)
+	}
+	if c.resizeR != nil {
+		resize = c.resizeR
+	}
+	return stdin, stdout, stderr, resize
+}
+
+// writeStatus writes st on the status channel: as JSON (v4, v5), or the
+// text of a failure alone (the first protocol), nothing on success.
+func (c *channelConn) writeStatus(st metav1.Status) error {
+	status, err := json.Marshal(st)
+	if err != nil {
+		panic(err) // a metav1.Status always marshals
+	}
+	if !c.jsonStatus {
+		if st.Status == metav1.StatusSuccess {
+			return nil
+		}
+		status = []byte(st.Message)
+	}
+	_, err = c.writer(statusChannel).Write(status)
+	return err
+}
+
+func (c *channelConn) gone() <-chan struct{} { return c.done }
 
 // writer returns the writer of an outgoing channel: each Write is one
 // message.

@@ -23,8 +23,10 @@
 // client has sent one or 100 ms have passed since the upgrade: kubectl 1.30
 // to 1.33 read the connection before they have made their streams, and
 // drop a message that comes in between with an error line ("Unknown
-// stream id 1, discarding message"). SPDY is not served: kubectl speaks
-// WebSocket since 1.30.
+// stream id 1, discarding message"). Over SPDY/3.1 (kubectl up to 1.29,
+// and later ones when a WebSocket is refused) exec and attach speak
+// v4.channel.k8s.io: a stream for each channel, opened by the client (see
+// spdy.go).
 //
 // Authentication and TLS are the http.Server's (client certificates); the
 // pods and the container runtime are behind the Pods and Runtime interfaces.
