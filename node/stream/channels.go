@@ -27,7 +27,7 @@ const (
 	copyBufSize = 4 * 1024
 	// clientSetupGrace is how long a session's first message waits for
 	// the client to send one of its own (see channelConn.ready).
-	clientSetupGrace = 100 * time.Millisecond
+	clientSetupGrace = 20 * time.Millisecond
 )
 
 // channelIDs are the channel bytes that start messages, as slices of it.

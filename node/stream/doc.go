@@ -20,7 +20,7 @@
 // The session ends with a metav1.Status on channel 3: Success, or Failure
 // with reason NonZeroExitCode and the exit code as an ExitCode cause, which
 // kubectl turns into its own exit code. No message is written before the
-// client has sent one or 100 ms have passed since the upgrade: kubectl 1.30
+// client has sent one or 20 ms have passed since the upgrade: kubectl 1.30
 // to 1.33 read the connection before they have made their streams, and
 // drop a message that comes in between with an error line ("Unknown
 // stream id 1, discarding message"). Over SPDY/3.1 (kubectl up to 1.29,
