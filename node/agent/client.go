@@ -121,11 +121,15 @@ func (s *servers) failed(ctx context.Context, err error) error {
 		return err
 	}
 	s.mu.Lock()
-	wasDown := s.down
+	wasDown, ever := s.down, s.last != ""
 	s.down = true
 	s.mu.Unlock()
-	if !wasDown {
+	switch {
+	case wasDown:
+	case ever:
 		s.logger().Warn("agent: lost the API servers; the board keeps its pods and retries quietly", "err", err)
+	default:
+		s.logger().Warn("agent: no API server answers yet; retrying quietly", "err", err)
 	}
 	return err
 }

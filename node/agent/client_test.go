@@ -194,7 +194,7 @@ func TestServersLogStateChanges(t *testing.T) {
 			t.Fatalf("dial with no server known: %v", err)
 		}
 	}
-	if got := out.get(); len(got) != 1 || !strings.Contains(got[0], "none known yet") {
+	if got := out.get(); len(got) != 1 || !strings.Contains(got[0], `msg="agent: no API server answers yet`) || !strings.Contains(got[0], "none known yet") {
 		t.Fatalf("log with no server known:\n%s", strings.Join(got, "\n"))
 	}
 }
