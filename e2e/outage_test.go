@@ -48,7 +48,8 @@ func TestAgentOutageLogsOnce(t *testing.T) {
 	}
 	for _, line := range strings.Split(outage, "\n") {
 		if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=INFO")) &&
-			(strings.Contains(line, "no API server") || strings.Contains(line, "Failed to watch") || strings.Contains(line, "failed to list")) &&
+			(strings.Contains(line, "no API server") || strings.Contains(line, "Failed to watch") || strings.Contains(line, "failed to list") ||
+				strings.Contains(line, "watch ended with error")) &&
 			!strings.Contains(line, "agent: lost the API servers") {
 			t.Errorf("a retry logged above debug level: %s", line)
 		}

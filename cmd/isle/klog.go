@@ -17,7 +17,7 @@ import (
 //
 //	klog.Error*, ErrorS, logr Error        → Error; Debug if quiet(err)
 //	klog.Fatal*                            → Error (klog exits after it)
-//	klog.Warning*; "Warning: …" at V(0)    → Warn
+//	klog.Warning*; "Warning: …" at V(0)    → Warn; Debug if quiet(its err)
 //	klog.Info*, InfoS, logr V(0)           → Info
 //	V(1) … V(4)                            → Debug
 //	V(n), n > 4 (each request, each frame) → below Debug: Debug-(n-4)
@@ -66,8 +66,21 @@ func (s *klogSink) Info(v int, msg string, kv ...any) {
 	if v <= 0 && strings.HasPrefix(msg, "Warning: ") {
 		// client-go's warnings through a logr logger, which has none.
 		level, msg = slog.LevelWarn, strings.TrimPrefix(msg, "Warning: ")
+		if s.quietValue(kv) {
+			level = slog.LevelDebug
+		}
 	}
 	s.write(level, msg, nil, kv)
+}
+
+// quietValue reports whether one of the values kv is a quiet error.
+func (s *klogSink) quietValue(kv []any) bool {
+	for _, v := range kv {
+		if err, ok := v.(error); ok && s.quiet != nil && s.quiet(err) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *klogSink) Error(err error, msg string, kv ...any) {

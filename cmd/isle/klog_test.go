@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/isle-cluster/isle/node/agent"
@@ -69,6 +70,9 @@ func TestKlogSinkLevels(t *testing.T) {
 			[]string{"DEBUG-2 Pong message received"}},
 		{"a warning", slog.LevelInfo, func(l logr.Logger) { l.Info("Warning: watch ended with error", "reflector", "r") },
 			[]string{"WARN watch ended with error reflector=r"}},
+		{"a warning of a quiet error is debug", slog.LevelInfo, func(l logr.Logger) {
+			l.Info("Warning: watch ended with error", "reflector", "r", "err", fmt.Errorf("watch: %w", errQuiet))
+		}, nil},
 		{"an error", slog.LevelInfo, func(l logr.Logger) {
 			l.WithName("UnhandledError").Error(errors.New("forbidden"), "Failed to watch", "reflector", "r")
 		}, []string{"ERROR Failed to watch logger=UnhandledError err=forbidden reflector=r"}},
@@ -118,7 +122,7 @@ func TestKlogSinkLines(t *testing.T) {
 // unreachable servers are debug lines.
 func TestRouteKlog(t *testing.T) {
 	var buf bytes.Buffer
-	routeKlog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), agent.Unreachable)
+	routeKlog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), quietKlog)
 	t.Cleanup(func() { klog.ClearLogger() })
 
 	klog.Warningf("failed to list %s", "*v1.Node")
@@ -127,6 +131,8 @@ func TestRouteKlog(t *testing.T) {
 	klog.V(4).InfoS("Watch closed")
 	klog.ErrorS(fmt.Errorf("failed to list *v1.Node: %w", agent.ErrNoAPIServer), "Failed to watch")
 	klog.Background().Error(errors.New("denied"), "Failed to watch", "reflector", "r")
+	// A watch closed by a server as it went.
+	klog.Background().Info("Warning: watch ended with error", "err", &cache.VeryShortWatchError{Name: "r"})
 	klog.Flush()
 
 	got := buf.String()
@@ -140,7 +146,7 @@ func TestRouteKlog(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
 	}
-	for _, not := range []string{"Watch closed", "no API server"} {
+	for _, not := range []string{"Watch closed", "no API server", "very short watch"} {
 		if strings.Contains(got, not) {
 			t.Errorf("%q logged at info level:\n%s", not, got)
 		}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/isle-cluster/isle/node/agent"
 )
@@ -16,6 +19,15 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-	routeKlog(log, agent.Unreachable)
+	routeKlog(log, quietKlog)
 	return log, nil
+}
+
+// quietKlog picks the errors of client-go's informers that the agent
+// reports itself, once per change of its servers' state: its API servers
+// unreachable, and a watch a server closed as it went (a very short
+// watch, which the informer retries).
+func quietKlog(err error) bool {
+	var short *cache.VeryShortWatchError
+	return agent.Unreachable(err) || errors.As(err, &short)
 }
