@@ -89,17 +89,37 @@ func (k *kubectlRunner) ok(t *testing.T, args ...string) string {
 // end of the test.
 func (k *kubectlRunner) portForward(t *testing.T, target, port string) string {
 	t.Helper()
-	cmd := k.cmd("", "port-forward", target, ":"+port)
-	stdout, err := cmd.StdoutPipe()
+	return k.startPortForward(t, target, port).local
+}
+
+// portForwarding is a kubectl port-forward running.
+type portForwarding struct {
+	local  string // the address it listens on
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+// stop ends kubectl and returns what it wrote on stderr.
+func (p *portForwarding) stop() string {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	return p.stderr.String()
+}
+
+// startPortForward starts kubectl port-forward to port of target; it stops
+// at the end of the test if not before.
+func (k *kubectlRunner) startPortForward(t *testing.T, target, port string) *portForwarding {
+	t.Helper()
+	p := &portForwarding{cmd: k.cmd("", "port-forward", target, ":"+port)}
+	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { p.stop() })
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -113,8 +133,7 @@ func (k *kubectlRunner) portForward(t *testing.T, target, port string) string {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				_ = cmd.Wait()
-				t.Fatalf("kubectl port-forward %s %s ended: %s", target, port, stderr.String())
+				t.Fatalf("kubectl port-forward %s %s ended: %s", target, port, p.stop())
 			}
 			// "Forwarding from 127.0.0.1:LOCAL -> PORT"
 			var local, remote string
@@ -124,7 +143,8 @@ func (k *kubectlRunner) portForward(t *testing.T, target, port string) string {
 					for range lines {
 					}
 				}()
-				return local
+				p.local = local
+				return p
 			}
 		case <-timeout:
 			t.Fatalf("kubectl port-forward %s %s: no Forwarding line in 30 s", target, port)

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -792,4 +794,148 @@ spec:
 			return err != nil && strings.Contains(errOut, "NotFound") && errors.Is(statErr, os.ErrNotExist)
 		})
 	})
+}
+
+// bundledKubectl is the path of the kubectl of that minor version bundled
+// on these machines; without it the test fails in CI and skips elsewhere.
+func bundledKubectl(t *testing.T, minor string) string {
+	t.Helper()
+	p := "/usr/lib/google-cloud-sdk/bin/kubectl." + minor
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("kubectl %s is required (%s): %v", minor, p, err)
+		}
+		t.Skipf("no kubectl %s on this machine", minor)
+	}
+	return p
+}
+
+// klogLine is a line of kubectl's own log (klog: "E1201 12:00:00.000000 …").
+var klogLine = regexp.MustCompile(`(?m)^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ `)
+
+// TestKubectlStreamsQuiet: kubectl exec (with and without -i, and -it),
+// attach and port-forward work and print on stderr nothing of their own,
+// with the oldest and the newest kubectl bundled, and the oldest speaking
+// WebSocket (issue 21: kubectl 1.30 to 1.33 logged "Unknown stream id 1,
+// discarding message" when a message came before it had made its
+// streams). Exec and attach speak SPDY up to 1.29, WebSocket from 1.30 on.
+func TestKubectlStreamsQuiet(t *testing.T) {
+	b := startPodBoard(t)
+	b.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: hello}
+spec:
+  containers:
+  - name: hello
+    image: %s
+    ports: [{containerPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: chatty}
+spec:
+  containers:
+  - name: chatty
+    image: %s
+    stdin: true
+    command: [sh, -c, "while true; do echo tick; sleep 0.02; done"]
+`, b.hello, b.busybox))
+	for _, name := range []string{"hello", "chatty"} {
+		b.waitPod(t, name, 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("kubectl exec -it needs script(1) to give kubectl a terminal: install bsdutils")
+	}
+	quiet := func(t *testing.T, what, stderr string) {
+		t.Helper()
+		// kubectl attach says this of its own, unless -q.
+		if strings.ReplaceAll(stderr, "If you don't see a command prompt, try pressing enter.\n", "") != "" {
+			t.Errorf("kubectl %s wrote on stderr:\n%s", what, stderr)
+		}
+	}
+	for _, minor := range []string{"1.27", "1.30", "1.33"} {
+		t.Run("exec and attach with kubectl "+minor, func(t *testing.T) {
+			k := *b.kubectl
+			k.bin = bundledKubectl(t, minor)
+			// Several times: what kubectl drops comes in a short window.
+			for i := range 5 {
+				out, errOut, err := k.run("", "exec", "hello", "--", "echo", "hi")
+				if err != nil || out != "hi\n" {
+					t.Fatalf("exec %d: %q, %v\n%s", i, out, err, errOut)
+				}
+				quiet(t, "exec", errOut)
+			}
+			out, errOut, err := k.run("from stdin\n", "exec", "-i", "hello", "--", "sh", "-c", "read x; echo got $x")
+			if err != nil || out != "got from stdin\n" {
+				t.Fatalf("exec -i: %q, %v\n%s", out, err, errOut)
+			}
+			quiet(t, "exec -i", errOut)
+			// With a terminal, stdout and stderr are one: no log line in it.
+			ttyOut, err := execScript(k.cmd("", "exec", "-it", "hello", "--", "echo", "on a tty"))
+			if err != nil || !strings.Contains(ttyOut, "on a tty") || klogLine.MatchString(ttyOut) {
+				t.Fatalf("exec -it: %q, %v", ttyOut, err)
+			}
+			// Attached to a process that writes at every moment, with
+			// and without stdin, until it has written a few lines.
+			for _, args := range [][]string{{"attach", "chatty"}, {"attach", "-i", "chatty"}} {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				cmd := execContext(ctx, k.cmd("", args...))
+				stdin, err := cmd.StdinPipe() // kept open: the session lasts
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stdout, stderr syncBuffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, 15*time.Second, "ticks through kubectl "+strings.Join(args, " "), func() bool {
+					return strings.Count(stdout.String(), "tick\n") >= 5
+				})
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				stdin.Close()
+				cancel()
+				quiet(t, strings.Join(args, " "), stderr.String())
+			}
+		})
+	}
+	for _, minor := range []string{"1.27", "1.33"} {
+		t.Run("port-forward with kubectl "+minor, func(t *testing.T) {
+			k := *b.kubectl
+			k.bin = bundledKubectl(t, minor)
+			pf := k.startPortForward(t, "pod/hello", "8080")
+			for i := range 2 {
+				resp, err := (&http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + pf.local + "/hello")
+				if err != nil {
+					t.Fatalf("GET /hello through kubectl port-forward (%d): %v", i+1, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(body) != "hello from hello\n" {
+					t.Fatalf("GET /hello through kubectl port-forward (%d): %q", i+1, body)
+				}
+			}
+			quiet(t, "port-forward", pf.stop())
+		})
+	}
+}
+
+// syncBuffer is a process's output that the test reads while it is
+// written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

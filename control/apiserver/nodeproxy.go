@@ -32,8 +32,9 @@ import (
 // proxies the request to the agent over TLS with its client certificate
 // (Config.NodeTLS), verifying the agent by its node's name. The query
 // passes through as it is (previous=true, follow=true, command=...), the
-// WebSocket upgrade of exec and attach too. The agent's error answers keep
-// their code and text, wrapped in a Status for kubectl.
+// WebSocket or SPDY upgrade of exec, attach and port-forward too. The
+// agent's error answers keep their code and text, wrapped in a Status for
+// kubectl.
 
 // Bounds of the exchange with a node agent.
 const (
@@ -158,8 +159,8 @@ func (s *Server) proxyToAgent(w http.ResponseWriter, r *http.Request, node strin
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL, pr.Out.Host = target, ""
 			if pr.Out.Method != http.MethodGet {
-				// kubectl's SPDY fallback POSTs; the agent answers GETs,
-				// and says that it speaks WebSocket only.
+				// kubectl's SPDY requests POST; the agent answers
+				// GETs.
 				pr.Out.Method, pr.Out.Body, pr.Out.ContentLength = http.MethodGet, http.NoBody, 0
 			}
 			// The client's credentials are the API server's business.

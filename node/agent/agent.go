@@ -162,8 +162,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts,
-		servers: &servers{g: cfg.Gossip, fallback: cfg.Fallback, now: cfg.Now}}
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts}
+	a.servers = &servers{g: cfg.Gossip, fallback: cfg.Fallback, now: cfg.Now, log: a.log}
 	if a.cfg.RunDir == "" {
 		a.cfg.RunDir = "/run/isle"
 	}
@@ -274,7 +274,7 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Co
 		if err == nil {
 			return nil
 		}
-		log.Warn("agent: failed to "+what+"; retrying", "err", err, "in", backoff)
+		log.Log(ctx, retryLevel(err), "agent: failed to "+what+"; retrying", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -282,6 +282,16 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Co
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// retryLevel is the level of a failure that is retried: debug when the API
+// servers are unreachable, which servers.dial logs once for all, warn
+// otherwise.
+func retryLevel(err error) slog.Level {
+	if Unreachable(err) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 // register creates the board's Node, or takes over the one it had before

@@ -6,11 +6,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,9 +29,36 @@ import (
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
+// ErrNoAPIServer is the error of a connection to the API servers when none
+// is known or none answers. servers.dial logs it once when the servers are
+// lost, and again when one answers: client-go's informers, which retry it
+// every second or so each, and the agent's loops log it at debug level
+// (see Unreachable).
+var ErrNoAPIServer = errors.New("agent: no API server answers")
+
+// Unreachable reports whether err is the API servers being unreachable: no
+// server known or none answering (ErrNoAPIServer), or a connection to one
+// lost or refused. The agent logs those as changes of its servers' state,
+// once (servers.dial); the klog lines of client-go's informers retrying
+// them are debug lines (cmd/isle routes klog).
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	return errors.Is(err, ErrNoAPIServer) || errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		// net/http's HTTP/2 client, whose error for a connection that
+		// broke under its requests is not exported.
+		strings.Contains(err.Error(), "http2: client connection lost")
+}
+
 // servers picks the API server a board talks to: the alive servers in
 // gossip, the last one that worked first. A board needs no load balancer:
 // when its server dies, the next connection goes to another.
+//
+// It logs the changes of the servers' state, once each: all lost (no
+// server known or none answering), one answering again, another one taken.
 type servers struct {
 	g *gossip.Gossip
 	// fallback is used while gossip knows no server (a board that has just
@@ -36,9 +67,12 @@ type servers struct {
 	// now is the board's clock, at which the servers' certificates are
 	// checked.
 	now func() time.Time
+	log *slog.Logger
 
 	mu   sync.Mutex
 	last string
+	// down: the last dial found no server; logged, until one answers.
+	down bool
 }
 
 func (s *servers) candidates() []string {
@@ -61,20 +95,19 @@ func (s *servers) candidates() []string {
 	return addrs
 }
 
-// dial connects to the first server that answers.
+// dial connects to the first server that answers; its error wraps
+// ErrNoAPIServer.
 func (s *servers) dial(ctx context.Context, network, _ string) (net.Conn, error) {
 	addrs := s.candidates()
 	if len(addrs) == 0 {
-		return nil, errors.New("agent: no API server known yet")
+		return nil, s.failed(ctx, fmt.Errorf("%w: none known yet (gossip knows no live server)", ErrNoAPIServer))
 	}
 	var errs []error
 	d := net.Dialer{Timeout: 2 * time.Second, KeepAlive: 15 * time.Second}
 	for _, a := range addrs {
 		c, err := d.DialContext(ctx, network, a)
 		if err == nil {
-			s.mu.Lock()
-			s.last = a
-			s.mu.Unlock()
+			s.answered(a)
 			return c, nil
 		}
 		errs = append(errs, err)
@@ -82,7 +115,52 @@ func (s *servers) dial(ctx context.Context, network, _ string) (net.Conn, error)
 			break
 		}
 	}
-	return nil, fmt.Errorf("agent: no API server answered: %w", errors.Join(errs...))
+	// In the order of the addresses, so that the text of one outage's
+	// errors stays the same from one attempt to the next.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return nil, s.failed(ctx, fmt.Errorf("%w: %w", ErrNoAPIServer, errors.Join(errs...)))
+}
+
+// failed records a dial that found no server, logging it if the servers
+// were not already lost. A dial its caller gave up on says nothing.
+func (s *servers) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	s.mu.Lock()
+	wasDown, ever := s.down, s.last != ""
+	s.down = true
+	s.mu.Unlock()
+	switch {
+	case wasDown:
+	case ever:
+		s.logger().Warn("agent: lost the API servers; the board keeps its pods and retries quietly", "err", err)
+	default:
+		s.logger().Warn("agent: no API server answers yet; retrying quietly", "err", err)
+	}
+	return err
+}
+
+// answered records the server a dial reached, logging it if the servers
+// were lost or it is another one than before.
+func (s *servers) answered(addr string) {
+	s.mu.Lock()
+	prev, wasDown := s.last, s.down
+	s.last, s.down = addr, false
+	s.mu.Unlock()
+	switch {
+	case wasDown:
+		s.logger().Info("agent: an API server answers again", "server", addr)
+	case prev != "" && prev != addr:
+		s.logger().Info("agent: talking to another API server", "server", addr, "was", prev)
+	}
+}
+
+func (s *servers) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.Default()
+	}
+	return s.log
 }
 
 // current is the server last dialled.

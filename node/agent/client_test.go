@@ -1,15 +1,23 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
 
@@ -95,5 +103,121 @@ func TestServersFailOver(t *testing.T) {
 	s = &servers{g: lonely}
 	if _, err := s.dial(context.Background(), "tcp", "x:1"); err == nil {
 		t.Fatal("dialled with no server known")
+	}
+}
+
+// lines is an slog handler's output, line by line.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Split(strings.TrimSpace(l.buf.String()), "\n")
+}
+
+// listenOn serves TCP on addr ("127.0.0.1:0" for any port), closing what it
+// accepts.
+func listenOn(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l
+}
+
+// An outage logs one line when the servers are lost and one when a server
+// answers again, however often the board dials meanwhile; a dial its caller
+// gave up on logs nothing.
+func TestServersLogStateChanges(t *testing.T) {
+	key, _ := gossip.DeriveKey("s3cret")
+	lonely, _ := startMember(t, gossip.Meta{Name: "a1", Role: gossip.RoleAgent}, key)
+	up := listenOn(t, "127.0.0.1:0")
+	addr := up.Addr().String()
+	var out lines
+	s := &servers{g: lonely, fallback: []string{addr}, log: slog.New(slog.NewTextHandler(&out, nil))}
+	dial := func(ctx context.Context) error {
+		c, err := s.dial(ctx, "tcp", "x:1")
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	for range 5 {
+		err := dial(context.Background())
+		if !errors.Is(err, ErrNoAPIServer) || !Unreachable(err) {
+			t.Fatalf("dial with the server gone: %v, want ErrNoAPIServer", err)
+		}
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = dial(canceled)
+	defer listenOn(t, addr).Close()
+	for range 3 {
+		if err := dial(context.Background()); err != nil {
+			t.Fatalf("dial with the server back: %v", err)
+		}
+	}
+	got := out.get()
+	if len(got) != 2 || !strings.Contains(got[0], `level=WARN msg="agent: lost the API servers`) ||
+		!strings.Contains(got[0], "connection refused") ||
+		!strings.Contains(got[1], `level=INFO msg="agent: an API server answers again" server=`+addr) {
+		t.Fatalf("log of an outage:\n%s", strings.Join(got, "\n"))
+	}
+	// No server known at all is an outage too, logged once.
+	out.buf.Reset()
+	s = &servers{g: lonely, log: slog.New(slog.NewTextHandler(&out, nil))}
+	for range 3 {
+		if err := dial(context.Background()); !errors.Is(err, ErrNoAPIServer) {
+			t.Fatalf("dial with no server known: %v", err)
+		}
+	}
+	if got := out.get(); len(got) != 1 || !strings.Contains(got[0], `msg="agent: no API server answers yet`) || !strings.Contains(got[0], "none known yet") {
+		t.Fatalf("log with no server known:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// client-go keeps the dial's error in the chain of its own: what its
+// informers log of an outage is recognized (Unreachable), and routed to
+// debug level by cmd/isle.
+func TestUnreachableThroughClientGo(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	srv.Close()
+	key, _ := gossip.DeriveKey("s3cret")
+	lonely, _ := startMember(t, gossip.Meta{Name: "a1", Role: gossip.RoleAgent}, key)
+	s := &servers{g: lonely, fallback: []string{srv.Listener.Addr().String()}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c, err := newClient(wire.Credential{Name: "a1", NodeToken: "t", CACert: ca}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Get().Resource("nodes").Do(context.Background()).Error()
+	if !errors.Is(err, ErrNoAPIServer) || !Unreachable(err) {
+		t.Fatalf("a request with no server up: %v (%T), want one wrapping ErrNoAPIServer", err, err)
+	}
+	if Unreachable(errors.New("nodes is forbidden")) || Unreachable(nil) {
+		t.Fatal("an API error taken for an unreachable server")
 	}
 }

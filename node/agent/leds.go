@@ -45,7 +45,7 @@ func (a *Agent) publishLEDs(ctx context.Context, b *led.Board) {
 				if ctx.Err() != nil {
 					return
 				}
-				a.log.Warn("agent: LED pattern not written to the Node; retrying", "err", err, "in", backoff)
+				a.log.Log(ctx, retryLevel(err), "agent: LED pattern not written to the Node; retrying", "err", err, "in", backoff)
 				select {
 				case <-ctx.Done():
 					return

@@ -175,6 +175,9 @@ func (a *Agent) pressureLoop(ctx context.Context, tick <-chan time.Time) {
 		case err == nil && lastErr != "":
 			a.log.Info("agent: pressure checked again")
 			lastErr = ""
+		case Unreachable(err):
+			// servers.dial said so, once for all.
+			a.log.Debug("agent: pressure not checked; retrying", "err", err, "in", pressureInterval)
 		case err != nil && err.Error() != lastErr:
 			a.log.Warn("agent: pressure not checked; retrying", "err", err, "in", pressureInterval)
 			lastErr = err.Error()
@@ -264,7 +267,7 @@ func (a *Agent) watchRuntime(ctx context.Context, serving func(context.Context) 
 		}
 		if err := a.checkPressure(ctx); err != nil && ctx.Err() == nil {
 			// The pressure loop writes it at its next turn.
-			a.log.Warn("agent: readiness not posted yet", "err", err)
+			a.log.Log(ctx, retryLevel(err), "agent: readiness not posted yet", "err", err)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	m, err := pods.New(pods.Config{Network: network, Activity: activity, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
 		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, ResolvConf: a.cfg.ResolvConf,
-		ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, Logger: a.log})
+		ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, Logger: a.log, Unreachable: Unreachable})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

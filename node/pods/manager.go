@@ -102,9 +102,23 @@ type Config struct {
 	LogMaxSize  int64
 	LogMaxFiles int
 	Logger      *slog.Logger
+	// Unreachable reports whether an error of the API client is its
+	// servers being unreachable, which the caller logs once per change
+	// (the agent's servers): the pods' retries of it are debug lines.
+	// Nil: no error is.
+	Unreachable func(error) bool
 	// Activity, if set, is called when a container starts or is stopped
 	// (the board's activity LED flashes); it must not block.
 	Activity func()
+}
+
+// retryLevel is the level of a failure that is retried: debug if the API
+// servers are unreachable (Unreachable), warn otherwise.
+func (c *Config) retryLevel(err error) slog.Level {
+	if c.Unreachable != nil && c.Unreachable(err) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 func (c *Config) validate() error {
@@ -202,6 +216,7 @@ func New(cfg Config) (*Manager, error) {
 	m.vol = vol
 	m.events = newRecorder(cfg.Client, cfg.NodeName, cfg.Logger)
 	m.status = newStatusWriter(cfg.Client, cfg.Logger)
+	m.status.retryLevel = cfg.retryLevel
 	m.status.bound = func(uid types.UID) bool { return m.pods == nil || m.pod(uid) != nil }
 	return m, nil
 }
@@ -279,7 +294,7 @@ func (m *Manager) work(ctx context.Context) bool {
 	}
 	defer m.queue.Done(uid)
 	if err := m.sync(ctx, uid); err != nil && ctx.Err() == nil {
-		m.log.Warn("pods: sync", "pod", m.nameOf(uid), "err", err)
+		m.log.Log(ctx, m.cfg.retryLevel(err), "pods: sync", "pod", m.nameOf(uid), "err", err)
 		m.queue.AddAfter(uid, 2*time.Second)
 	}
 	return true

@@ -285,6 +285,8 @@ type statusWriter struct {
 	bound func(types.UID) bool
 	// retrying: a retry of failed writes is due; one at a time.
 	retrying atomic.Bool
+	// retryLevel is the level of a failed write's line (Config.retryLevel).
+	retryLevel func(error) slog.Level
 
 	mu      sync.Mutex
 	pending map[types.UID]pendingStatus
@@ -298,7 +300,7 @@ type pendingStatus struct {
 
 func newStatusWriter(c *rest.RESTClient, log *slog.Logger) *statusWriter {
 	return &statusWriter{client: c, log: log, kick: make(chan struct{}, 1), pending: map[types.UID]pendingStatus{},
-		written: map[types.UID]corev1.PodStatus{}}
+		written: map[types.UID]corev1.PodStatus{}, retryLevel: func(error) slog.Level { return slog.LevelWarn }}
 }
 
 // set asks for pod's status to become st, if that is a change.
@@ -377,7 +379,7 @@ func (w *statusWriter) flush(ctx context.Context, uid types.UID) bool {
 	defer w.mu.Unlock()
 	if err != nil && !gone {
 		if ctx.Err() == nil {
-			w.log.Warn("pods: status not written", "pod", p.namespace+"/"+p.name, "err", err)
+			w.log.Log(ctx, w.retryLevel(err), "pods: status not written", "pod", p.namespace+"/"+p.name, "err", err)
 		}
 		return false
 	}

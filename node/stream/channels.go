@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
 )
 
@@ -23,6 +25,9 @@ const (
 	closeTimeout = 5 * time.Second
 	// copyBufSize is the buffer that moves stdin and sizes into their pipes.
 	copyBufSize = 4 * 1024
+	// clientSetupGrace is how long a session's first message waits for
+	// the client to send one of its own (see channelConn.ready).
+	clientSetupGrace = 20 * time.Millisecond
 )
 
 // channelIDs are the channel bytes that start messages, as slices of it.
@@ -57,25 +62,46 @@ type channelConn struct {
 	stdinR, resizeR *io.PipeReader
 	stdinW, resizeW *io.PipeWriter
 
+	// stdout, stderr: the output channels asked for.
+	stdout, stderr bool
+
 	wmu  sync.Mutex    // one message written at a time
 	done chan struct{} // closed when the read loop ends: the client closed or went
+
+	// ready is closed when the client is surely reading its channels: it
+	// sent a message, or clientSetupGrace passed since the upgrade. No
+	// message is written before. client-go's WebSocket executor up to
+	// 0.33 (kubectl 1.30 to 1.33) starts reading the connection before it
+	// has made its streams, and drops a message that comes in between
+	// with an error line on kubectl's stderr, "Unknown stream id 1,
+	// discarding message" (fixed in client-go 0.34, kubernetes#131203).
+	// The client sends nothing that says its streams are made unless it
+	// has stdin or a terminal; its setup takes microseconds after the
+	// 101, which the grace covers many times over.
+	ready      chan struct{}
+	readyOnce  sync.Once
+	readyTimer *time.Timer
 }
 
 // newChannelConn starts reading the upgraded connection ws.
-func newChannelConn(ws *websocket.Conn, stdin, tty bool, log *slog.Logger) *channelConn {
+// Its messages wait grace for the client's first (see ready).
+func newChannelConn(ws *websocket.Conn, opts sessionOptions, grace time.Duration, log *slog.Logger) *channelConn {
 	c := &channelConn{
 		ws:         ws,
 		v5:         ws.Subprotocol() == remotecommand.StreamProtocolV5Name,
 		jsonStatus: ws.Subprotocol() != remotecommand.StreamProtocolV1Name,
 		log:        log,
 		done:       make(chan struct{}),
+		ready:      make(chan struct{}),
 	}
-	if stdin {
+	c.readyTimer = time.AfterFunc(grace, c.setReady)
+	if opts.stdin {
 		c.stdinR, c.stdinW = io.Pipe()
 	}
-	if tty {
+	if opts.tty {
 		c.resizeR, c.resizeW = io.Pipe()
 	}
+	c.stdout, c.stderr = opts.stdout, opts.stderr
 	go c.readLoop()
 	return c
 }
@@ -84,6 +110,7 @@ func newChannelConn(ws *websocket.Conn, stdin, tty bool, log *slog.Logger) *chan
 // ends the incoming channels (io.EOF) and closes c.done.
 func (c *channelConn) readLoop() {
 	defer close(c.done)
+	defer c.setReady() // writes fail from now on, without waiting
 	defer func() {
 		for _, w := range []*io.PipeWriter{c.stdinW, c.resizeW} {
 			if w != nil {
@@ -104,6 +131,7 @@ func (c *channelConn) readLoop() {
 			}
 			return
 		}
+		c.setReady()
 		if typ != websocket.BinaryMessage {
 			continue
 		}
@@ -123,6 +151,11 @@ func (c *channelConn) readLoop() {
 	}
 }
 
+// setReady lets the session's messages go (see ready).
+func (c *channelConn) setReady() {
+	c.readyOnce.Do(func() { close(c.ready) })
+}
+
 // copyTo moves a message into a channel's pipe, waiting for it to be read;
 // it drops the message if the channel was not asked for or is closed.
 func (c *channelConn) copyTo(w *io.PipeWriter, r io.Reader, buf []byte) {
@@ -133,6 +166,43 @@ func (c *channelConn) copyTo(w *io.PipeWriter, r io.Reader, buf []byte) {
 		c.log.Debug("stream: read message", "err", err)
 	}
 }
+
+var _ sessionConn = (*channelConn)(nil)
+
+func (c *channelConn) streams() (stdin io.Reader, stdout, stderr io.Writer, resize io.Reader) {
+	if c.stdinR != nil {
+		stdin = c.stdinR
+	}
+	if c.stdout {
+		stdout = c.writer(stdoutChannel)
+	}
+	if c.stderr {
+		stderr = c.writer(stderrChannel)
+	}
+	if c.resizeR != nil {
+		resize = c.resizeR
+	}
+	return stdin, stdout, stderr, resize
+}
+
+// writeStatus writes st on the status channel: as JSON (v4, v5), or the
+// text of a failure alone (the first protocol), nothing on success.
+func (c *channelConn) writeStatus(st metav1.Status) error {
+	status, err := json.Marshal(st)
+	if err != nil {
+		panic(err) // a metav1.Status always marshals
+	}
+	if !c.jsonStatus {
+		if st.Status == metav1.StatusSuccess {
+			return nil
+		}
+		status = []byte(st.Message)
+	}
+	_, err = c.writer(statusChannel).Write(status)
+	return err
+}
+
+func (c *channelConn) gone() <-chan struct{} { return c.done }
 
 // writer returns the writer of an outgoing channel: each Write is one
 // message.
@@ -147,6 +217,7 @@ type channelWriter struct {
 
 func (w channelWriter) Write(p []byte) (int, error) {
 	c := w.c
+	<-c.ready
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := c.ws.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
@@ -171,6 +242,7 @@ func (w channelWriter) Write(p []byte) (int, error) {
 // read stdin, sends a normal close, waits (a while) for the client's answer
 // and closes the connection.
 func (c *channelConn) close() {
+	c.readyTimer.Stop()
 	for _, r := range []*io.PipeReader{c.stdinR, c.resizeR} {
 		if r != nil {
 			r.Close()

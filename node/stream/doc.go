@@ -19,8 +19,14 @@
 // message {255, channel} closes a channel (the client's stdin at its end).
 // The session ends with a metav1.Status on channel 3: Success, or Failure
 // with reason NonZeroExitCode and the exit code as an ExitCode cause, which
-// kubectl turns into its own exit code. SPDY is not served: kubectl speaks
-// WebSocket since 1.30.
+// kubectl turns into its own exit code. No message is written before the
+// client has sent one or 20 ms have passed since the upgrade: kubectl 1.30
+// to 1.33 read the connection before they have made their streams, and
+// drop a message that comes in between with an error line ("Unknown
+// stream id 1, discarding message"). Over SPDY/3.1 (kubectl up to 1.29,
+// and later ones when a WebSocket is refused) exec and attach speak
+// v4.channel.k8s.io: a stream for each channel, opened by the client (see
+// spdy.go).
 //
 // Authentication and TLS are the http.Server's (client certificates); the
 // pods and the container runtime are behind the Pods and Runtime interfaces.

@@ -90,6 +90,8 @@ type handler struct {
 	log  *slog.Logger
 	now  func() time.Time
 	mux  *http.ServeMux
+	// setupGrace: clientSetupGrace, but in tests.
+	setupGrace time.Duration
 }
 
 // NewHandler returns the streaming server's handler (see the package
@@ -98,7 +100,7 @@ func NewHandler(pods Pods, rt Runtime, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &handler{pods: pods, rt: rt, log: log, now: time.Now, mux: http.NewServeMux()}
+	h := &handler{pods: pods, rt: rt, log: log, now: time.Now, mux: http.NewServeMux(), setupGrace: clientSetupGrace}
 	h.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", h.containerLogs)
 	h.mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", h.exec)
 	h.mux.HandleFunc("GET /attach/{namespace}/{pod}/{container}", h.attach)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
 )
 
@@ -113,42 +114,49 @@ func (h *handler) session(w http.ResponseWriter, r *http.Request, op string) {
 	if opts.tty {
 		opts.stderr = false // a terminal's one output is stdout
 	}
-	if !websocket.IsWebSocketUpgrade(r) || !offersProtocol(r) {
-		http.Error(w, fmt.Sprintf("%s: want a WebSocket upgrade with subprotocol %s (SPDY is not served)",
-			op, strings.Join(protocols, " or ")), http.StatusBadRequest)
-		return
+	switch {
+	case websocket.IsWebSocketUpgrade(r) && offersProtocol(r):
+		h.serveWebSocketSession(w, r, op, t, ref, opts)
+	case isSPDYUpgrade(r):
+		h.serveSPDYSession(w, r, op, t, ref, opts)
+	default:
+		http.Error(w, fmt.Sprintf("%s: want a WebSocket upgrade with subprotocol %s, or a SPDY/3.1 upgrade with %s %s",
+			op, strings.Join(protocols, " or "), httpstream.HeaderProtocolVersion, strings.Join(spdyProtocols, " or ")), http.StatusBadRequest)
 	}
-	h.serveSession(w, r, op, t, ref, opts)
 }
 
-// serveSession upgrades the connection, runs the session in the runtime and
-// ends it with its status on the status channel.
-func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string, t target, ref ContainerRef, opts sessionOptions) {
+// sessionConn is the client's side of an exec or attach session: the
+// channels of a WebSocket (channels.go) or the streams of a SPDY
+// connection (spdy.go).
+type sessionConn interface {
+	// streams are the client's streams the session asked for; nil ones
+	// were not asked for. resize carries the terminal's sizes as JSON.
+	streams() (stdin io.Reader, stdout, stderr io.Writer, resize io.Reader)
+	// writeStatus ends the session with its status.
+	writeStatus(metav1.Status) error
+	// gone is closed when the client has closed the connection or gone.
+	gone() <-chan struct{}
+	// close closes the connection.
+	close()
+}
+
+// serveWebSocketSession upgrades the connection to a WebSocket and serves
+// the session over its channels.
+func (h *handler) serveWebSocketSession(w http.ResponseWriter, r *http.Request, op string, t target, ref ContainerRef, opts sessionOptions) {
 	log := h.log.With("op", op, "target", t.String())
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		log.Info("stream: WebSocket upgrade", "err", err) // answered by the upgrader
 		return
 	}
-	c := newChannelConn(ws, opts.stdin, opts.tty, log)
+	c := newChannelConn(ws, opts, h.setupGrace, log)
 	defer c.close()
 	log.Debug("stream: session started", "protocol", ws.Subprotocol(), "command", opts.command, "tty", opts.tty)
-
-	// The runtime's context ends when the client goes.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go func() {
-		select {
-		case <-c.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	// An empty message on the first output channel tells a client of the
 	// older protocols that the session stands, as the kubelet does. v5's
-	// clients (kubectl 1.30 on) need none, and kubectl up to 1.33 drops a
-	// message that comes before it has made its streams, with an error
-	// line ("Unknown stream id 1").
+	// clients (kubectl 1.30 on) need none: it would only be one more
+	// message for kubectl up to 1.33 to read before it has made its
+	// streams, were the client slower than the grace (channelConn.ready).
 	if !c.v5 {
 		first := byte(statusChannel)
 		switch {
@@ -162,23 +170,30 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 			return
 		}
 	}
+	h.runSession(r.Context(), c, op, ref, opts, log)
+}
 
-	s := Streams{TTY: opts.tty}
-	if opts.stdin {
-		s.Stdin = c.stdinR
-	}
-	if opts.stdout {
-		s.Stdout = c.writer(stdoutChannel)
-	}
-	if opts.stderr {
-		s.Stderr = c.writer(stderrChannel)
-	}
-	if opts.tty {
+// runSession runs the session in the runtime and ends it with its status.
+func (h *handler) runSession(ctx context.Context, c sessionConn, op string, ref ContainerRef, opts sessionOptions, log *slog.Logger) {
+	// The runtime's context ends when the client goes.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.gone():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stdin, stdout, stderr, resize := c.streams()
+	s := Streams{TTY: opts.tty, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if resize != nil {
 		sizes := make(chan TerminalSize, 1)
 		s.Resize = sizes
-		go readSizes(c.resizeR, sizes, log)
+		go readSizes(resize, sizes, log)
 	}
 	var code int
+	var err error
 	if op == "exec" {
 		code, err = h.rt.Exec(ctx, ref.ID, opts.command, s)
 	} else {
@@ -191,21 +206,8 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request, op string
 	default:
 		log.Warn("stream: session failed", "err", err)
 	}
-	st := sessionStatus(op, code, err)
-	status, merr := json.Marshal(st)
-	if merr != nil {
-		panic(merr) // a metav1.Status always marshals
-	}
-	if !c.jsonStatus {
-		status = nil
-		if st.Status != metav1.StatusSuccess {
-			status = []byte(st.Message)
-		}
-	}
-	if status != nil {
-		if _, err := c.writer(statusChannel).Write(status); err != nil {
-			log.Debug("stream: write status", "err", err)
-		}
+	if err := c.writeStatus(sessionStatus(op, code, err)); err != nil {
+		log.Debug("stream: write status", "err", err)
 	}
 	log.Debug("stream: session ended", "exitCode", code)
 }

@@ -28,8 +28,17 @@ type testServer struct {
 
 func newTestServer(t *testing.T, pods fakePods) *testServer {
 	t.Helper()
+	return newTestServerGrace(t, pods, clientSetupGrace)
+}
+
+// newTestServerGrace is newTestServer whose sessions' first messages wait
+// grace for the client's.
+func newTestServerGrace(t *testing.T, pods fakePods, grace time.Duration) *testServer {
+	t.Helper()
 	rt := &fakeRuntime{waited: make(chan error, 1)}
-	srv := httptest.NewServer(NewHandler(pods, rt, slog.New(slog.NewTextHandler(t.Output(), nil))))
+	h := NewHandler(pods, rt, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	h.(*handler).setupGrace = grace
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &testServer{srv, rt}
 }
@@ -392,5 +401,64 @@ func TestExecV5NoEmptyMessage(t *testing.T) {
 	got, _ := wsMessages(t, srv, "/exec/ns/web/app?command=echo&command=hi&stdout=1", "v5.channel.k8s.io")
 	if len(got) != 2 || got[0].data != "\x01hi\n" || !strings.HasPrefix(got[1].data, "\x03{") {
 		t.Errorf("messages %+v, want stdout's line, then the status", got)
+	}
+}
+
+// dialV5 opens a v5 session on path with a plain WebSocket client.
+func dialV5(t *testing.T, srv *testServer, path string) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{"v5.channel.k8s.io"}}
+	ws, resp, err := d.DialContext(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http")+path, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v (%v)", path, err, resp)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+// A session writes nothing before the client has sent a message: kubectl
+// up to 1.33 drops what comes before it has made its streams ("Unknown
+// stream id 1"). Its first message (stdin here) lets the output go.
+func TestSessionWaitsForTheClient(t *testing.T) {
+	srv := newTestServerGrace(t, sessionPods, time.Hour)
+	ws := dialV5(t, srv, "/attach/ns/web/shell?stdin=1&stdout=1")
+	// The attached process wrote at once; nothing may come yet.
+	ws.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if typ, b, err := ws.ReadMessage(); err == nil {
+		t.Fatalf("message %d %q before the client sent one", typ, b)
+	}
+	// A read that timed out leaves the connection unusable: another one.
+	ws = dialV5(t, srv, "/attach/ns/web/shell?stdin=1&stdout=1")
+	if err := ws.WriteMessage(websocket.BinaryMessage, []byte("\x00typed\n")); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got []string
+	for len(got) < 2 {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("after the client's message: %v (got %q)", err, got)
+		}
+		got = append(got, string(b))
+	}
+	if want := []string{"\x01attached\n", "\x01typed\n"}; !slices.Equal(got, want) {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+}
+
+// A client that sends nothing (no stdin, no terminal) gets the first
+// message after the grace.
+func TestSessionGrace(t *testing.T) {
+	const grace = 150 * time.Millisecond
+	srv := newTestServerGrace(t, sessionPods, grace)
+	start := time.Now()
+	ws := dialV5(t, srv, "/exec/ns/web/app?command=echo&command=hi&stdout=1")
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := ws.ReadMessage()
+	if err != nil || string(b) != "\x01hi\n" {
+		t.Fatalf("first message %q, %v; want stdout's line", b, err)
+	}
+	if d := time.Since(start); d < grace {
+		t.Errorf("first message after %v, before the grace of %v", d, grace)
 	}
 }
