@@ -33,6 +33,7 @@ import (
 
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/containers/ctrtest"
+	"github.com/isle-cluster/isle/node/island"
 	"github.com/isle-cluster/isle/node/netns"
 )
 
@@ -513,6 +514,12 @@ func testPowerCut(t *testing.T, isl *testIsland) {
 		isl.board(t, "start", b)
 	}
 	t.Logf("powered on in the order %v", boards)
+	// The boards' processes are new: the later subtests signal them.
+	st, err := island.Load(isl.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isl.state = st
 	waitFor(t, 120*time.Second, "every Node Ready and five hello replicas Ready", func() bool {
 		for _, b := range boards {
 			if !nodeReady(k, b) {

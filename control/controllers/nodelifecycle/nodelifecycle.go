@@ -248,6 +248,10 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 	// heldUntil is when the tolerations of pods on boards never heard in
 	// gossip since this controller started begin to count.
 	heldUntil := map[string]time.Time{}
+	// alive are the boards gossip shows alive: an unreachable taint on
+	// their Node is stale (a board back from an outage before its agent
+	// posted Ready again), and evicts nothing.
+	alive := map[string]bool{}
 	notReady := 0
 	for i := range items {
 		n := &items[i]
@@ -258,6 +262,7 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 		if !seen {
 			heldUntil[n.Name] = started.Add(c.cfg.Hold)
 		}
+		alive[n.Name] = seen && m.State == BoardAlive
 		msg := ""
 		switch {
 		case !seen && now.Sub(started) >= c.cfg.Grace:
@@ -295,7 +300,7 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 		}
 		c.disruption = d
 	}
-	c.evict(ctx, pods, items, heldUntil, now)
+	c.evict(ctx, pods, items, heldUntil, alive, now)
 }
 
 // markUnknown sets every condition of the Node to Unknown, as Kubernetes'
@@ -482,11 +487,12 @@ func freeBlock(r netip.Prefix, bits int, used map[netip.Prefix]bool) (netip.Pref
 
 // evict deletes pods bound to Nodes with NoExecute taints they do not
 // tolerate, at once or when their tolerationSeconds have run out, so their
-// controllers make them again on other boards. Tolerations count from the
+// controllers make them again on other boards; not for the unreachable
+// taint of a board alive in gossip. Tolerations count from the
 // taint, or from when a hold ended (heldUntil, c.resumed) if later. In a
 // disruption it evicts nothing, or, in a large cluster, one Node's pods at
 // a time.
-func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, heldUntil map[string]time.Time, now time.Time) {
+func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes []corev1.Node, heldUntil map[string]time.Time, alive map[string]bool, now time.Time) {
 	if c.disruption == disruptionFull || c.disruption == disruptionPartial && len(nodes) <= largeCluster {
 		return
 	}
@@ -497,7 +503,7 @@ func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes [
 	tainted := map[string][]corev1.Taint{}
 	for i := range nodes {
 		for _, t := range nodes[i].Spec.Taints {
-			if t.Effect == corev1.TaintEffectNoExecute {
+			if t.Effect == corev1.TaintEffectNoExecute && !(t.Key == corev1.TaintNodeUnreachable && alive[nodes[i].Name]) {
 				tainted[nodes[i].Name] = append(tainted[nodes[i].Name], t)
 			}
 		}

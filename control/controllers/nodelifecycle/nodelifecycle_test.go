@@ -349,3 +349,34 @@ func TestNodeLifecyclePodGC(t *testing.T) {
 		}
 	}
 }
+
+// A board back from an outage is alive in gossip before its agent posts
+// Ready again: the unreachable taint its Node kept from before is stale,
+// and its pods stay, however old the taint.
+func TestNodeLifecycleStaleTaint(t *testing.T) {
+	e, live := lifecycleEnv(t, time.Hour, time.Hour)
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	// The healthy ones first: one lost Node alone would be a disruption.
+	for _, name := range []string{"other1", "other2", "back"} {
+		live.set(name, nodelifecycle.BoardAlive)
+		n := tabletest.ReadyNode(name)
+		if name == "back" {
+			long := metav1.NewTime(time.Now().Add(-time.Hour))
+			for i := range n.Status.Conditions {
+				n.Status.Conditions[i].Status = corev1.ConditionUnknown
+			}
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &long},
+				{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &long}}
+		}
+		e.MustCreate(t, nodes, "", n)
+	}
+	e.MustCreate(t, pods, "default", podOn("on-back", "back"))
+	time.Sleep(400 * time.Millisecond)
+	if e.evicted(t, "on-back") {
+		t.Fatal("the pod of a board alive in gossip was evicted for a stale unreachable taint")
+	}
+	// Gone again for good: now the taint means it.
+	live.set("back", nodelifecycle.BoardDead)
+	tabletest.Eventually(t, "the pod evicted once the board is dead", func() bool { return e.evicted(t, "on-back") })
+}
