@@ -79,7 +79,7 @@ test-raspi: build ## only the SD-card image on QEMU's Pi 3 (-M raspi3b), its LED
 # traffic.
 test-e2e-race:
 	$(GO) build -race -o $(OUT)/isle-race ./cmd/isle
-	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 15m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork|TestServiceTraffic' ./e2e/...
+	GORACE=halt_on_error=1 ISLE_BIN=$(CURDIR)/$(OUT)/isle-race $(GO) test -count=1 -timeout 25m -run 'TestHelloPod|TestPodLifecycle|TestPodSpecs|TestAgentRestart|TestPodNetwork|TestServiceTraffic' ./e2e/...
 
 # Upstream's conformance suite (e2e/conformance). Its build, the Debian
 # root of the test images and the reports are kept in CONFORMANCE_CACHE.
