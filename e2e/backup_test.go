@@ -273,23 +273,10 @@ func otherClusterBackup(t *testing.T) string {
 // with --force-new-cluster: every object is there, it takes writes as the
 // one store member of a new cluster, and a new server joins it.
 func TestForceNewCluster(t *testing.T) {
-	bin := isleBinary(t)
-	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
-	t.Cleanup(func() {
-		for _, b := range bs.all {
-			b.kill(t)
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
-			}
-		}
-	})
+	bs := newBoards(t)
 	backups := t.TempDir()
 	f1 := bs.add("f1", "server", "127.0.0.71", "--init", "--snapshot-dir", backups, "--snapshot-interval", "1s", "--snapshot-keep", "2")
-	waitFor(t, 20*time.Second, "the token", func() bool {
-		tok, err := os.ReadFile(filepath.Join(f1.dir, "token"))
-		bs.token = strings.TrimSpace(string(tok))
-		return err == nil && bs.token != ""
-	})
+	bs.waitToken(f1)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if out, err := bs.run("kubeconfig", "--data-dir", f1.dir, "-o", kc); err != nil {
 		t.Fatalf("kubeconfig: %v\n%s", err, out)

@@ -19,22 +19,9 @@ import (
 // before its agent talks to the API. A lone server restarted a year
 // behind takes the time it knows it is not before: its CA's.
 func TestBoardClockBehind(t *testing.T) {
-	bin := isleBinary(t)
-	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
-	t.Cleanup(func() {
-		for _, b := range bs.all {
-			b.kill(t)
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
-			}
-		}
-	})
+	bs := newBoards(t)
 	s1 := bs.add("k1", "server", "127.0.0.81", "--init")
-	waitFor(t, 20*time.Second, "the token", func() bool {
-		tok, err := os.ReadFile(filepath.Join(s1.dir, "token"))
-		bs.token = strings.TrimSpace(string(tok))
-		return err == nil && bs.token != ""
-	})
+	bs.waitToken(s1)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if out, err := bs.run("kubeconfig", "--data-dir", s1.dir, "-o", kc); err != nil {
 		t.Fatalf("kubeconfig: %v\n%s", err, out)

@@ -86,6 +86,31 @@ type boards struct {
 	token string
 }
 
+// newBoards is a set of boards of the isle under test, killed when the
+// test ends (their logs' tails shown if it failed).
+func newBoards(t *testing.T) *boards {
+	bs := &boards{t: t, bin: isleBinary(t), logs: t.TempDir()}
+	t.Cleanup(func() {
+		for _, b := range bs.all {
+			b.kill(t)
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
+			}
+		}
+	})
+	return bs
+}
+
+// waitToken waits for the token of the first server, which --init writes.
+func (bs *boards) waitToken(first *board) {
+	bs.t.Helper()
+	waitFor(bs.t, 20*time.Second, "the token", func() bool {
+		tok, err := os.ReadFile(filepath.Join(first.dir, "token"))
+		bs.token = strings.TrimSpace(string(tok))
+		return err == nil && bs.token != ""
+	})
+}
+
 func (bs *boards) add(name, role, addr string, args ...string) *board {
 	return bs.addWithEnv(nil, name, role, addr, args...)
 }
@@ -116,23 +141,10 @@ func (bs *boards) run(args ...string) (string, error) {
 // board, refusals, liveness of killed boards in their Nodes, standby
 // servers, removal, and encryption of the gossip.
 func TestTenBoards(t *testing.T) {
-	bin := isleBinary(t)
-	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
-	t.Cleanup(func() {
-		for _, b := range bs.all {
-			b.kill(t)
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
-			}
-		}
-	})
+	bs := newBoards(t)
 
 	s1 := bs.add("s1", "server", "127.0.0.11", "--init")
-	waitFor(t, 20*time.Second, "the token", func() bool {
-		tok, err := os.ReadFile(filepath.Join(s1.dir, "token"))
-		bs.token = strings.TrimSpace(string(tok))
-		return err == nil && bs.token != ""
-	})
+	bs.waitToken(s1)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if out, err := bs.run("kubeconfig", "--data-dir", s1.dir, "-o", kc); err != nil {
 		t.Fatalf("kubeconfig: %v\n%s", err, out)
@@ -382,10 +394,23 @@ func TestTenBoards(t *testing.T) {
 		// With s3 down, removing s2 would leave one active voter of two.
 		s3.kill(t)
 		waitFor(t, 15*time.Second, "s3 dead in gossip", func() bool { return stateOf(memberList(t, bs, s1), "s3") == "dead" })
-		if out, err := bs.run("member", "remove", "s2", "--data-dir", s1.dir); err == nil || !strings.Contains(out, "quorum") {
+		// Asked of the leader: a server that does not lead refuses a
+		// membership change rather than pass it on.
+		var leader *board
+		waitFor(t, 15*time.Second, "a leader", func() bool {
+			for _, m := range memberList(t, bs, s1) {
+				for _, b := range bs.all {
+					if m.Raft == "leader" && b.name == m.Name {
+						leader = b
+					}
+				}
+			}
+			return leader != nil
+		})
+		if out, err := bs.run("member", "remove", "s2", "--data-dir", leader.dir); err == nil || !strings.Contains(out, "quorum") {
 			t.Fatalf("removing s2 with s3 down: %v\n%s", err, out)
 		}
-		if out, err := bs.run("member", "remove", "s3", "--data-dir", s1.dir); err != nil {
+		if out, err := bs.run("member", "remove", "s3", "--data-dir", leader.dir); err != nil {
 			t.Fatalf("remove s3: %v\n%s", err, out)
 		}
 		waitFor(t, 30*time.Second, "s4 promoted to voter", func() bool {
@@ -553,23 +578,10 @@ func scrape(t *testing.T, kubeconfig, name string) float64 {
 // stays dead is removed from the store by the leader and a standby server
 // takes its place, with no administrator.
 func TestDeadVoterReplaced(t *testing.T) {
-	bin := isleBinary(t)
-	bs := &boards{t: t, bin: bin, logs: t.TempDir()}
-	t.Cleanup(func() {
-		for _, b := range bs.all {
-			b.kill(t)
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", b.name, b.logTail())
-			}
-		}
-	})
+	bs := newBoards(t)
 	const after = "10s"
 	s1 := bs.add("d1", "server", "127.0.0.51", "--init", "--remove-dead-after", after)
-	waitFor(t, 20*time.Second, "the token", func() bool {
-		tok, err := os.ReadFile(filepath.Join(s1.dir, "token"))
-		bs.token = strings.TrimSpace(string(tok))
-		return err == nil && bs.token != ""
-	})
+	bs.waitToken(s1)
 	for i, addr := range []string{"127.0.0.52", "127.0.0.53", "127.0.0.54"} {
 		bs.add(fmt.Sprintf("d%d", i+2), "server", addr, "--join", "127.0.0.51", "--token", bs.token, "--remove-dead-after", after)
 	}
