@@ -491,7 +491,7 @@ func testServersBack(t *testing.T, isl *testIsland, before map[string]string) {
 }
 
 // testPowerCut kills every board at once and powers them on in a random
-// order with random delays: every Node Ready again, every pod where it
+// order (an agent first) with random delays: every Node Ready again, every pod where it
 // was (none evicted or rescheduled), every acknowledged write there, and
 // the hello app answering.
 func testPowerCut(t *testing.T, isl *testIsland) {
@@ -509,6 +509,10 @@ func testPowerCut(t *testing.T, isl *testIsland) {
 		isl.board(t, "kill", b)
 	}
 	mrand.Shuffle(len(boards), func(i, j int) { boards[i], boards[j] = boards[j], boards[i] })
+	// An agent first, before any server (it once waited for one to
+	// answer before it did anything), the rest in any order.
+	first := slices.IndexFunc(boards, func(b string) bool { return b == "pi4" || b == "pi5" })
+	boards[0], boards[first] = boards[first], boards[0]
 	for _, b := range boards {
 		time.Sleep(time.Duration(mrand.IntN(5000)) * time.Millisecond)
 		isl.board(t, "start", b)

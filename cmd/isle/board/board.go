@@ -137,15 +137,34 @@ func runAgent(ctx context.Context, cfg Config) error {
 	}
 	defer stop()
 	seeds := func() []string { return append(slices.Clone(cfg.Join), cred.Servers...) }
-	if !joinGossip(ctx, g, cfg, seeds) {
-		return nil
+	switch {
+	case newBoard:
+		// It has just talked to a server, whose gossip answers.
+		if !joinGossip(ctx, g, cfg, seeds, 0) {
+			return nil
+		}
+		go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
+		log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
+	case joinGossip(ctx, g, cfg, seeds, 1):
+		go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
+		log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
+	default:
+		// After a power cut of the whole cluster the boards come up in
+		// any order: a board that has been in the cluster goes on without
+		// its servers (it adopts its containers, serves its streams,
+		// shows its LEDs) and joins the gossip once one answers.
+		log.Warn("agent: no server answers yet; the board starts without them and joins them when one answers")
+		go func() {
+			if joinGossip(ctx, g, cfg, seeds, 0) {
+				log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
+				keepGossip(ctx, g, cfg, seeds, rejoinEvery)
+			}
+		}()
 	}
 	// A new board set its clock as it joined.
 	if !newBoard && !settleClock(ctx, cfg, wire.CAHash(ca), bootstrap.APIAddrs(g.Members()), ca) {
 		go askTimeUntilTold(ctx, cfg, wire.CAHash(ca), g, "", askTimeEvery)
 	}
-	go keepGossip(ctx, g, cfg, seeds, rejoinEvery)
-	log.Info("agent: in the cluster's gossip", "name", cred.Name, "members", len(g.Members()))
 	return runNode(ctx, cfg, cred, gossip.RoleAgent, g, reg, nil)
 }
 
@@ -193,11 +212,13 @@ func startGossip(cfg Config, meta gossip.Meta, key []byte, caHash string, reg *p
 
 // joinGossip joins the gossip through the boards seeds gives (asked again
 // on each attempt, less the board itself) and retries every second until
-// one answers; it reports false if ctx ended first. With no seed it is
-// done at once: the board is the only one so far, the others join it.
-func joinGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() []string) bool {
+// one answers, or tries attempts times if that is above 0; it reports
+// false if none answered before ctx ended or the attempts ran out. With
+// no seed it is done at once: the board is the only one so far, the
+// others join it.
+func joinGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() []string, attempts int) bool {
 	self := netip.AddrPortFrom(cfg.Address, uint16(cfg.GossipPort)).String()
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; attempts <= 0 || attempt < attempts; attempt++ {
 		s := slices.DeleteFunc(seeds(), func(s string) bool { return s == self })
 		slices.Sort(s)
 		s = slices.Compact(s)
@@ -211,12 +232,16 @@ func joinGossip(ctx context.Context, g *gossip.Gossip, cfg Config, seeds func() 
 		if attempt%10 == 0 {
 			cfg.Logger.Warn("board: no board answered gossip yet; retrying", "seeds", s, "err", err)
 		}
+		if attempt+1 == attempts {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(time.Second):
 		}
 	}
+	return false
 }
 
 // rejoinEvery is how often a board looks for servers missing from its

@@ -25,10 +25,10 @@ func TestJoinGossipAndBoards(t *testing.T) {
 	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
 	self := netip.AddrPortFrom(agent, gossip.DefaultPort).String()
 
-	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self} }) {
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self} }, 0) {
 		t.Fatal("joinGossip with only itself to ask: not done")
 	}
-	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self, netip.AddrPortFrom(server, gossip.DefaultPort).String()} }) {
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{self, netip.AddrPortFrom(server, gossip.DefaultPort).String()} }, 0) {
 		t.Fatal("joinGossip through the server: not joined")
 	}
 	b := boards{a}
@@ -51,8 +51,15 @@ func TestJoinGossipAndBoards(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if joinGossip(ctx, a, cfg, func() []string { return []string{"127.87.0.9"} }) {
+	if joinGossip(ctx, a, cfg, func() []string { return []string{"127.87.0.9"} }, 0) {
 		t.Error("joinGossip through nobody, its context ended: joined")
+	}
+	t0 := time.Now()
+	if joinGossip(t.Context(), a, cfg, func() []string { return []string{"127.87.0.9"} }, 1) {
+		t.Error("joinGossip through nobody, one attempt: joined")
+	}
+	if d := time.Since(t0); d > 500*time.Millisecond {
+		t.Errorf("one attempt through nobody took %v: it waited to retry", d)
 	}
 }
 
@@ -86,7 +93,7 @@ func TestKeepGossipAfterServerRestart(t *testing.T) {
 	a := start("a1", gossip.RoleAgent, agent)
 	cfg := Config{Address: agent, GossipPort: gossip.DefaultPort, Logger: slog.New(slog.DiscardHandler)}
 	serverAddr := netip.AddrPortFrom(server, gossip.DefaultPort).String()
-	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{serverAddr} }) {
+	if !joinGossip(t.Context(), a, cfg, func() []string { return []string{serverAddr} }, 0) {
 		t.Fatal("joinGossip through the server: not joined")
 	}
 	state := func(name string) gossip.State {

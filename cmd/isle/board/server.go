@@ -105,7 +105,7 @@ func runServer(ctx context.Context, cfg Config) error {
 		return seeds
 	}
 	go func() {
-		if joinGossip(runCtx, g, cfg, seeds) {
+		if joinGossip(runCtx, g, cfg, seeds, 0) {
 			keepGossip(runCtx, g, cfg, seeds, rejoinEvery)
 		}
 	}()
