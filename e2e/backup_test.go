@@ -247,17 +247,17 @@ func otherClusterBackup(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := pki.Seal(ca.KeyPEM, tok.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(ca.Signer().KeyPEM, tok.Secret, pki.InfoCAKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	h := backup.Header{ClusterID: "0ther", Member: "x1", Revision: 1, Created: time.Now(), Servers: []string{"x1"},
-		CAHash: tok.CAHash, CACert: ca.CertPEM, CAKeySealed: sealed}
+		CAHash: tok.CAHash, CACert: ca.CertPEM(), CAKeySealed: sealed}
 	if err := backup.Write(&buf, h, []byte("state"), tok.Secret); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func TestCertsCheck(t *testing.T) {
 
 	// An agent's board: the CA from its credential; a damaged file is an error.
 	agentDir := t.TempDir()
-	cred := wire.Credential{Name: "pi2", NodeToken: "abcdef.0123456789abcdef0123456789abcdef", CACert: id.CA.CertPEM, GossipKey: make([]byte, 32)}
+	cred := wire.Credential{Name: "pi2", NodeToken: "abcdef.0123456789abcdef0123456789abcdef", CACert: id.CA.CertPEM(), GossipKey: make([]byte, 32)}
 	if err := cred.Save(agentDir); err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentTLS, err := agent.StreamTLSConfig(ca.CertPEM, func() *tls.Certificate { return &pair })
+	agentTLS, err := agent.StreamTLSConfig(ca.CertPEM(), func() *tls.Certificate { return &pair })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func kubectlCommand(t *testing.T, e *proxyEnv, bin string) func(ctx context.Cont
 		}
 	}
 	home := t.TempDir()
-	kc, err := pki.Kubeconfig("isle", e.srv.URL, e.ca.CertPEM, "admin", nil, nil, adminToken)
+	kc, err := pki.Kubeconfig("isle", e.srv.URL, e.ca.CertPEM(), "admin", nil, nil, adminToken)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,12 +62,12 @@ func backupData(ctx context.Context, node *raft.Node, id Identity, name string) 
 	if err != nil {
 		return nil, backup.Header{}, fmt.Errorf("backup: %w", err)
 	}
-	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
 	if err != nil {
 		return nil, backup.Header{}, fmt.Errorf("backup: %w", err)
 	}
 	h := backup.Header{ClusterID: strconv.FormatUint(b.ClusterID, 16), Member: name, Revision: b.Revision, Index: b.Index,
-		Created: time.Now().UTC(), CAHash: id.Token.CAHash, CACert: id.CA.CertPEM, CAKeySealed: sealed}
+		Created: time.Now().UTC(), CAHash: id.Token.CAHash, CACert: id.CA.CertPEM(), CAKeySealed: sealed}
 	for _, m := range b.Members {
 		h.Servers = append(h.Servers, m.Name)
 	}

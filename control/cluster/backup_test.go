@@ -48,13 +48,13 @@ func testBackup(t *testing.T, id Identity) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	h := backup.Header{ClusterID: "abc", Member: "pi1", Servers: []string{"pi1", "pi2"}, Created: time.Now(),
-		CAHash: id.Token.CAHash, CACert: id.CA.CertPEM, CAKeySealed: sealed}
+		CAHash: id.Token.CAHash, CACert: id.CA.CertPEM(), CAKeySealed: sealed}
 	if err := backup.Write(&buf, h, state, id.Token.Secret); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestPrepareRestore(t *testing.T) {
 		t.Fatalf("header %+v, pending %v", h, RestorePending(dir))
 	}
 	got, err := LoadIdentity(dir)
-	if err != nil || got.Token != id.Token || !bytes.Equal(got.CA.CertPEM, id.CA.CertPEM) {
+	if err != nil || got.Token != id.Token || !bytes.Equal(got.CA.CertPEM(), id.CA.CertPEM()) {
 		t.Fatalf("the restored identity: %v", err)
 	}
 	r, err := loadRestore(Config{DataDir: dir, Identity: got})

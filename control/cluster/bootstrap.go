@@ -57,7 +57,7 @@ func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, c
 
 // ensureCA stores the CA certificate and its sealed key, unless present.
 func ensureCA(ctx context.Context, store *registry.Store, id Identity) error {
-	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func ensureCA(ctx context.Context, store *registry.Store, id Identity) error {
 		return nil
 	}
 	_, err = store.Node().Propose(ctx,
-		kv.Op{Type: kv.OpPut, Key: caCertKey, Value: id.CA.CertPEM, IfModRev: 0},
+		kv.Op{Type: kv.OpPut, Key: caCertKey, Value: id.CA.CertPEM(), IfModRev: 0},
 		kv.Op{Type: kv.OpPut, Key: caKeySealedKey, Value: sealed, IfModRev: 0})
 	return err
 }

@@ -53,7 +53,7 @@ func startCerts(ctx context.Context, cfg Config, serving *pki.Leaf) (nodeClient 
 		go l.Run(ctx, log)
 	}
 	for kind, cert := range map[string]func() *x509.Certificate{
-		wire.CertKindCA: func() *x509.Certificate { return ca.Cert }, wire.CertKindServing: serving.Current, wire.CertKindNodeClient: nodeClient.Current,
+		wire.CertKindCA: func() *x509.Certificate { return ca.Cert() }, wire.CertKindServing: serving.Current, wire.CertKindNodeClient: nodeClient.Current,
 	} {
 		if err := cfg.Metrics.Register(expiryGauge(kind, cert)); err != nil {
 			return nil, fmt.Errorf("cluster: certificate metrics: %w", err)

@@ -317,8 +317,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM),
-			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),
+		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM()),
+			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert()}),
 			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {
 			opts = append(opts, controllers.WithActivity(cfg.Activity))
@@ -354,7 +354,7 @@ func (s *Server) NodeCredential(ctx context.Context) (wire.Credential, error) {
 	for {
 		token, err := issueNodeToken(ctx, s.node, cfg.Name)
 		if err == nil {
-			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: cfg.Identity.CA.CertPEM, GossipKey: cfg.GossipKey}
+			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: cfg.Identity.CA.CertPEM(), GossipKey: cfg.GossipKey}
 			return cred, cred.Save(cfg.DataDir)
 		}
 		if errors.Is(err, errNameTaken) {

@@ -52,12 +52,12 @@ func writeFile(dir, name string, data []byte) error {
 
 // saveIdentity writes the token and the CA (key sealed) to dir.
 func saveIdentity(dir string, id Identity) error {
-	sealed, err := pki.Seal(id.CA.KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
 	if err != nil {
 		return fmt.Errorf("save identity: %w", err)
 	}
 	for name, data := range map[string][]byte{
-		tokenFile: []byte(id.Token.String() + "\n"), caCertFile: id.CA.CertPEM, caKeySealed: sealed,
+		tokenFile: []byte(id.Token.String() + "\n"), caCertFile: id.CA.CertPEM(), caKeySealed: sealed,
 	} {
 		if err := writeFile(dir, name, data); err != nil {
 			return fmt.Errorf("save identity: %w", err)
@@ -91,7 +91,7 @@ func LoadIdentity(dir string) (Identity, error) {
 	if id.CA, err = pki.ParseCA(certPEM, keyPEM); err != nil {
 		return id, fmt.Errorf("load identity: %w", err)
 	}
-	if wire.CAHash(id.CA.Cert) != id.Token.CAHash {
+	if wire.CAHash(id.CA.Cert()) != id.Token.CAHash {
 		return id, errors.New("load identity: the token's CA hash does not match pki/ca.crt")
 	}
 	return id, nil
@@ -107,7 +107,7 @@ func NewIdentity(dir string, now time.Time) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("new CA: %w", err)
 	}
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		return Identity{}, fmt.Errorf("new CA: %w", err)
 	}
@@ -180,5 +180,5 @@ func AdminKubeconfig(dir, server string, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return pki.Kubeconfig("isle", server, id.CA.CertPEM, adminUser, certPEM, keyPEM, "")
+	return pki.Kubeconfig("isle", server, id.CA.CertPEM(), adminUser, certPEM, keyPEM, "")
 }

@@ -62,7 +62,7 @@ func PrepareRestore(dataDir, file string, tok wire.Token) (backup.Header, error)
 	if err != nil {
 		return f.Header, fmt.Errorf("restore: %s: %w", file, err)
 	}
-	if wire.CAHash(ca.Cert) != tok.CAHash {
+	if wire.CAHash(ca.Cert()) != tok.CAHash {
 		return f.Header, fmt.Errorf("restore: %s: its CA certificate does not match its CA hash %s", file, tok.CAHash)
 	}
 	if err := kv.New(kv.Options{}).Restore(state); err != nil {

@@ -20,7 +20,7 @@ import (
 
 func TestNewCAParseCARoundTrip(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	c := ca.Cert
+	c := ca.Cert()
 	if c.Subject.CommonName != "isle-ca" {
 		t.Errorf("CN = %q, want isle-ca", c.Subject.CommonName)
 	}
@@ -30,8 +30,8 @@ func TestNewCAParseCARoundTrip(t *testing.T) {
 	if want := x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature; c.KeyUsage != want {
 		t.Errorf("KeyUsage = %v, want %v", c.KeyUsage, want)
 	}
-	if c.PublicKeyAlgorithm != x509.ECDSA || ca.Key.Curve != elliptic.P256() {
-		t.Errorf("key is %v on %v, want ECDSA P-256", c.PublicKeyAlgorithm, ca.Key.Curve.Params().Name)
+	if c.PublicKeyAlgorithm != x509.ECDSA || ca.Signer().Key.Curve != elliptic.P256() {
+		t.Errorf("key is %v on %v, want ECDSA P-256", c.PublicKeyAlgorithm, ca.Signer().Key.Curve.Params().Name)
 	}
 	if want := testNow.Add(CAValidity); !c.NotAfter.Equal(want) {
 		t.Errorf("NotAfter = %v, want %v", c.NotAfter, want)
@@ -43,28 +43,28 @@ func TestNewCAParseCARoundTrip(t *testing.T) {
 		t.Errorf("CA is not self-signed: %v", err)
 	}
 
-	got, err := ParseCA(ca.CertPEM, ca.KeyPEM)
+	got, err := ParseCA(ca.CertPEM(), ca.Signer().KeyPEM)
 	if err != nil {
 		t.Fatalf("ParseCA: %v", err)
 	}
-	if !got.Cert.Equal(ca.Cert) {
+	if !got.Cert().Equal(ca.Cert()) {
 		t.Error("parsed certificate differs")
 	}
-	if !got.Key.Equal(ca.Key) {
+	if !got.Signer().Key.Equal(ca.Signer().Key) {
 		t.Error("parsed key differs")
 	}
-	if string(got.CertPEM) != string(ca.CertPEM) || string(got.KeyPEM) != string(ca.KeyPEM) {
+	if string(got.CertPEM()) != string(ca.CertPEM()) || string(got.Signer().KeyPEM) != string(ca.Signer().KeyPEM) {
 		t.Error("parsed PEM differs from the original")
 	}
 }
 
 func TestParseCAAcceptsKeyForms(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(ca.Key)
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(ca.Signer().Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := x509.MarshalPKIXPublicKey(ca.Key.Public()) // any bytes: the block is skipped
+	params, err := x509.MarshalPKIXPublicKey(ca.Signer().Key.Public()) // any bytes: the block is skipped
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,20 +72,20 @@ func TestParseCAAcceptsKeyForms(t *testing.T) {
 		name   string
 		keyPEM []byte
 	}{
-		{"SEC1", ca.KeyPEM},
+		{"SEC1", ca.Signer().KeyPEM},
 		{"PKCS8", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})},
-		{"EC PARAMETERS first", append(pem.EncodeToMemory(&pem.Block{Type: "EC PARAMETERS", Bytes: params}), ca.KeyPEM...)},
+		{"EC PARAMETERS first", append(pem.EncodeToMemory(&pem.Block{Type: "EC PARAMETERS", Bytes: params}), ca.Signer().KeyPEM...)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseCA(ca.CertPEM, tc.keyPEM)
+			got, err := ParseCA(ca.CertPEM(), tc.keyPEM)
 			if err != nil {
 				t.Fatalf("ParseCA: %v", err)
 			}
-			if !got.Key.Equal(ca.Key) {
+			if !got.Signer().Key.Equal(ca.Signer().Key) {
 				t.Error("parsed key differs")
 			}
-			if string(got.KeyPEM) != string(ca.KeyPEM) {
+			if string(got.Signer().KeyPEM) != string(ca.Signer().KeyPEM) {
 				t.Error("KeyPEM is not the canonical SEC1 form")
 			}
 		})
@@ -109,15 +109,15 @@ func TestParseCAErrors(t *testing.T) {
 		certPEM, keyPEM []byte
 		want            string
 	}{
-		{"empty certificate", nil, ca.KeyPEM, "certificate: no PEM block found"},
-		{"key as certificate", ca.KeyPEM, ca.KeyPEM, `PEM block is "EC PRIVATE KEY", want "CERTIFICATE"`},
-		{"garbage certificate", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("junk")}), ca.KeyPEM, "certificate: x509:"},
+		{"empty certificate", nil, ca.Signer().KeyPEM, "certificate: no PEM block found"},
+		{"key as certificate", ca.Signer().KeyPEM, ca.Signer().KeyPEM, `PEM block is "EC PRIVATE KEY", want "CERTIFICATE"`},
+		{"garbage certificate", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("junk")}), ca.Signer().KeyPEM, "certificate: x509:"},
 		{"leaf certificate", leafPEM, leafKeyPEM, "is not a CA"},
-		{"empty key", ca.CertPEM, nil, "private key: no PEM block found"},
-		{"certificate as key", ca.CertPEM, ca.CertPEM, `private key: PEM block is "CERTIFICATE"`},
-		{"garbage key", ca.CertPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("junk")}), "private key: x509:"},
-		{"P-384 key", ca.CertPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: p384DER}), "curve P-384, want P-256"},
-		{"other CA's key", ca.CertPEM, other.KeyPEM, "private key does not match certificate"},
+		{"empty key", ca.CertPEM(), nil, "private key: no PEM block found"},
+		{"certificate as key", ca.CertPEM(), ca.CertPEM(), `private key: PEM block is "CERTIFICATE"`},
+		{"garbage key", ca.CertPEM(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("junk")}), "private key: x509:"},
+		{"P-384 key", ca.CertPEM(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: p384DER}), "curve P-384, want P-256"},
+		{"other CA's key", ca.CertPEM(), other.Signer().KeyPEM, "private key does not match certificate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestIssueErrors(t *testing.T) {
 			return err
 		}, "empty organization"},
 		{"client: no CA key", func() error {
-			_, _, err := (&CA{Cert: ca.Cert}).IssueClient("u", nil, testNow)
+			_, _, err := newCA(&KeyPair{Cert: ca.Cert()}).IssueClient("u", nil, testNow)
 			return err
 		}, "CA certificate or key missing"},
 	}
@@ -244,21 +244,21 @@ func TestIssueErrors(t *testing.T) {
 
 func TestIssueClampsToCAValidity(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	late := ca.Cert.NotAfter.Add(-24 * time.Hour)
+	late := ca.Cert().NotAfter.Add(-24 * time.Hour)
 	certPEM, _, err := ca.IssueClient("u", nil, late)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cert := mustParseCert(t, certPEM)
-	if !cert.NotAfter.Equal(ca.Cert.NotAfter) {
-		t.Errorf("NotAfter = %v, want the CA's %v", cert.NotAfter, ca.Cert.NotAfter)
+	if !cert.NotAfter.Equal(ca.Cert().NotAfter) {
+		t.Errorf("NotAfter = %v, want the CA's %v", cert.NotAfter, ca.Cert().NotAfter)
 	}
-	certPEM, _, err = ca.IssueClient("u", nil, ca.Cert.NotBefore)
+	certPEM, _, err = ca.IssueClient("u", nil, ca.Cert().NotBefore)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cert := mustParseCert(t, certPEM); !cert.NotBefore.Equal(ca.Cert.NotBefore) {
-		t.Errorf("NotBefore = %v, want the CA's %v", cert.NotBefore, ca.Cert.NotBefore)
+	if cert := mustParseCert(t, certPEM); !cert.NotBefore.Equal(ca.Cert().NotBefore) {
+		t.Errorf("NotBefore = %v, want the CA's %v", cert.NotBefore, ca.Cert().NotBefore)
 	}
 }
 
@@ -291,33 +291,33 @@ func TestIssueClient(t *testing.T) {
 	if !key.PublicKey.Equal(cert.PublicKey) {
 		t.Error("key does not match certificate")
 	}
-	if key.Equal(ca.Key) {
+	if key.Equal(ca.Signer().Key) {
 		t.Error("leaf reuses the CA key")
 	}
 }
 
 func TestCAHash(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	spki, err := x509.MarshalPKIXPublicKey(ca.Key.Public())
+	spki, err := x509.MarshalPKIXPublicKey(ca.Signer().Key.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(spki)
 	want := "sha256:" + hex.EncodeToString(sum[:])
-	if got := wire.CAHash(ca.Cert); got != want {
+	if got := wire.CAHash(ca.Cert()); got != want {
 		t.Errorf("CAHash = %q, want sha256 of SPKI %q", got, want)
 	}
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(want) {
 		t.Errorf("CAHash %q is not sha256:<64 hex>", want)
 	}
-	parsed, err := ParseCA(ca.CertPEM, ca.KeyPEM)
+	parsed, err := ParseCA(ca.CertPEM(), ca.Signer().KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := wire.CAHash(parsed.Cert); got != want {
+	if got := wire.CAHash(parsed.Cert()); got != want {
 		t.Errorf("CAHash after ParseCA = %q, want %q", got, want)
 	}
-	if wire.CAHash(mustCA(t, "isle-ca").Cert) == want {
+	if wire.CAHash(mustCA(t, "isle-ca").Cert()) == want {
 		t.Error("two CAs have the same hash")
 	}
 }

@@ -106,7 +106,11 @@ func (ca *CA) issue(tmpl *x509.Certificate, now time.Time) (certPEM, keyPEM []by
 // sign completes tmpl (serial, validity within the CA's, key usage) and
 // signs the certificate of pub with the CA.
 func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) (certPEM []byte, err error) {
-	if ca == nil || ca.Cert == nil || ca.Key == nil {
+	if ca == nil {
+		return nil, errors.New("no CA")
+	}
+	kp := ca.Signer()
+	if kp == nil || kp.Cert == nil || kp.Key == nil {
 		return nil, errors.New("CA certificate or key missing")
 	}
 	serial, err := newSerial()
@@ -121,16 +125,16 @@ func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) 
 	// renewal (at three fifths of NotBefore to NotAfter) still comes before
 	// it expires.
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore = maxTime(now.Add(-min(ClockSkew, validity/10)), ca.Cert.NotBefore).UTC()
-	tmpl.NotAfter = minTime(now.Add(validity), ca.Cert.NotAfter).UTC()
+	tmpl.NotBefore = maxTime(now.Add(-min(ClockSkew, validity/10)), kp.Cert.NotBefore).UTC()
+	tmpl.NotAfter = minTime(now.Add(validity), kp.Cert.NotAfter).UTC()
 	if !tmpl.NotAfter.After(tmpl.NotBefore) {
 		return nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
-			ca.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),
-			ca.Cert.NotBefore.Format(time.RFC3339), ca.Cert.NotAfter.Format(time.RFC3339))
+			kp.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),
+			kp.Cert.NotBefore.Format(time.RFC3339), kp.Cert.NotAfter.Format(time.RFC3339))
 	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, kp.Cert, pub, kp.Key)
 	if err != nil {
 		return nil, fmt.Errorf("create certificate: %w", err)
 	}

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -172,26 +173,34 @@ func KubeconfigClientCert(data []byte, user string) (cert *x509.Certificate, ren
 
 // RenewKubeconfig returns data, a kubeconfig that Kubeconfig wrote, with
 // its client certificate issued anew (same user and groups, a fresh key)
-// when that certificate is the CA's and due for renewal at now
-// (wire.RenewalDue); renewed is false and out nil when it is not due. A
-// kubeconfig of another form, or whose certificate another CA signed, is
-// an error.
+// when that certificate is due for renewal at now (wire.RenewalDue) or
+// was signed by a CA being replaced, and with the CAs trusted now; renewed
+// is false and out nil when neither changes. A kubeconfig of another form,
+// or whose certificate no trusted CA signed, is an error.
 func (ca *CA) RenewKubeconfig(data []byte, now time.Time) (out []byte, renewed bool, err error) {
 	cfg, cert, err := parseKubeconfig(data)
 	if err != nil {
 		return nil, false, fmt.Errorf("pki: renew kubeconfig: %w", err)
 	}
-	if err := cert.CheckSignatureFrom(ca.Cert); err != nil {
-		return nil, false, fmt.Errorf("pki: renew kubeconfig: the client certificate of %q is not signed by CA %q: %w", cert.Subject.CommonName, ca.Cert.Subject.CommonName, err)
+	if ca.IssuedBy(cert) == nil {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: the client certificate of %q is not signed by CA %q", cert.Subject.CommonName, ca.Cert().Subject.CommonName)
 	}
-	if !wire.RenewalDue(cert, now) {
+	if len(cfg.Clusters) != 1 {
+		return nil, false, fmt.Errorf("pki: renew kubeconfig: %d clusters, want one", len(cfg.Clusters))
+	}
+	bundle := ca.BundlePEM()
+	reissue := wire.RenewalDue(cert, now) || !ca.SignedByCurrent(cert)
+	if !reissue && bytes.Equal(cfg.Clusters[0].Cluster.CertificateAuthorityData, bundle) {
 		return nil, false, nil
 	}
-	certPEM, keyPEM, err := ca.IssueClient(cert.Subject.CommonName, cert.Subject.Organization, now)
-	if err != nil {
-		return nil, false, fmt.Errorf("pki: renew kubeconfig: %w", err)
+	cfg.Clusters[0].Cluster.CertificateAuthorityData = bundle
+	if reissue {
+		certPEM, keyPEM, err := ca.IssueClient(cert.Subject.CommonName, cert.Subject.Organization, now)
+		if err != nil {
+			return nil, false, fmt.Errorf("pki: renew kubeconfig: %w", err)
+		}
+		cfg.Users[0].User.ClientCertificateData, cfg.Users[0].User.ClientKeyData = certPEM, keyPEM
 	}
-	cfg.Users[0].User.ClientCertificateData, cfg.Users[0].User.ClientKeyData = certPEM, keyPEM
 	if out, err = yaml.Marshal(cfg); err != nil {
 		return nil, false, fmt.Errorf("pki: renew kubeconfig: marshal: %w", err)
 	}

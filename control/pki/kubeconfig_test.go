@@ -43,7 +43,7 @@ func TestKubeconfig(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
 	for _, tc := range kubeconfigCases(t, ca) {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Kubeconfig("isle", "https://192.168.1.10:6443", ca.CertPEM, "isle-admin", tc.certPEM, tc.keyPEM, tc.token)
+			out, err := Kubeconfig("isle", "https://192.168.1.10:6443", ca.CertPEM(), "isle-admin", tc.certPEM, tc.keyPEM, tc.token)
 			if err != nil {
 				t.Fatalf("Kubeconfig: %v", err)
 			}
@@ -54,7 +54,7 @@ func TestKubeconfig(t *testing.T) {
 			if err := yaml.Unmarshal(out, &cfg); err != nil {
 				t.Fatalf("output is not YAML: %v\n%s", err, out)
 			}
-			checkKubeconfig(t, cfg, ca.CertPEM, tc)
+			checkKubeconfig(t, cfg, ca.CertPEM(), tc)
 		})
 	}
 }
@@ -131,17 +131,17 @@ func TestKubeconfigErrors(t *testing.T) {
 		token                 string
 		want                  string
 	}{
-		{"empty cluster", "", server, ca.CertPEM, "u", nil, nil, "t", "empty cluster name"},
-		{"empty user", "c", server, ca.CertPEM, "", nil, nil, "t", "empty user name"},
-		{"http server", "c", "http://10.0.0.1:6443", ca.CertPEM, "u", nil, nil, "t", "want https://host[:port]"},
-		{"server without scheme", "c", "10.0.0.1:6443", ca.CertPEM, "u", nil, nil, "t", "server URL"},
+		{"empty cluster", "", server, ca.CertPEM(), "u", nil, nil, "t", "empty cluster name"},
+		{"empty user", "c", server, ca.CertPEM(), "", nil, nil, "t", "empty user name"},
+		{"http server", "c", "http://10.0.0.1:6443", ca.CertPEM(), "u", nil, nil, "t", "want https://host[:port]"},
+		{"server without scheme", "c", "10.0.0.1:6443", ca.CertPEM(), "u", nil, nil, "t", "server URL"},
 		{"no CA", "c", server, nil, "u", nil, nil, "t", "CA certificate: no PEM block found"},
-		{"key as CA", "c", server, ca.KeyPEM, "u", nil, nil, "t", `CA certificate: PEM block is "EC PRIVATE KEY"`},
-		{"no credentials", "c", server, ca.CertPEM, "u", nil, nil, "", "neither a client certificate nor a token"},
-		{"both credentials", "c", server, ca.CertPEM, "u", certPEM, keyPEM, "t", "both a client certificate and a token"},
-		{"certificate without key", "c", server, ca.CertPEM, "u", certPEM, nil, "", "must be given together"},
-		{"key without certificate", "c", server, ca.CertPEM, "u", nil, keyPEM, "", "must be given together"},
-		{"mismatched key", "c", server, ca.CertPEM, "u", certPEM, otherKey, "", "client certificate and key"},
+		{"key as CA", "c", server, ca.Signer().KeyPEM, "u", nil, nil, "t", `CA certificate: PEM block is "EC PRIVATE KEY"`},
+		{"no credentials", "c", server, ca.CertPEM(), "u", nil, nil, "", "neither a client certificate nor a token"},
+		{"both credentials", "c", server, ca.CertPEM(), "u", certPEM, keyPEM, "t", "both a client certificate and a token"},
+		{"certificate without key", "c", server, ca.CertPEM(), "u", certPEM, nil, "", "must be given together"},
+		{"key without certificate", "c", server, ca.CertPEM(), "u", nil, keyPEM, "", "must be given together"},
+		{"mismatched key", "c", server, ca.CertPEM(), "u", certPEM, otherKey, "", "client certificate and key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestKubeconfigWithKubectl(t *testing.T) {
 
 	for _, tc := range kubeconfigCases(t, ca) {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Kubeconfig("isle", "https://192.168.1.10:6443", ca.CertPEM, "isle-admin", tc.certPEM, tc.keyPEM, tc.token)
+			out, err := Kubeconfig("isle", "https://192.168.1.10:6443", ca.CertPEM(), "isle-admin", tc.certPEM, tc.keyPEM, tc.token)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestKubeconfigWithKubectl(t *testing.T) {
 			if err := json.Unmarshal([]byte(run("config", "view", "--raw", "-o", "json")), &viewed); err != nil {
 				t.Fatalf("kubectl config view output: %v", err)
 			}
-			checkKubeconfig(t, viewed, ca.CertPEM, tc)
+			checkKubeconfig(t, viewed, ca.CertPEM(), tc)
 
 			// Point the cluster at the test server and make a request.
 			run("config", "set-cluster", "isle", "--server", s.URL)
@@ -222,7 +222,7 @@ func TestRenewKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	written, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM, "isle-admin", certPEM, keyPEM, "")
+	written, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM(), "isle-admin", certPEM, keyPEM, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestRenewKubeconfig(t *testing.T) {
 
 func mustKubeconfig(t *testing.T, ca *CA, certPEM, keyPEM []byte, token string) []byte {
 	t.Helper()
-	out, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM, "isle-admin", certPEM, keyPEM, token)
+	out, err := Kubeconfig("isle", "https://10.0.0.1:6443", ca.CertPEM(), "isle-admin", certPEM, keyPEM, token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,9 @@ type Leaf struct {
 	now   func() time.Time
 	// issued, if set, is called with each new certificate (PEM).
 	issued func(certPEM []byte)
+	// current reports whether a certificate is of the CA that signs now:
+	// one of a CA being replaced is due at once.
+	current func(*x509.Certificate) bool
 
 	mu   sync.Mutex
 	cert *tls.Certificate
@@ -42,7 +45,7 @@ func (ca *CA) ServingLeaf(commonName string, dnsNames []string, ips []net.IP, no
 	dnsNames, ips = slices.Clone(dnsNames), slices.Clone(ips)
 	return newLeaf("serving certificate "+commonName, func(t time.Time) ([]byte, []byte, error) {
 		return ca.IssueServing(commonName, dnsNames, ips, t)
-	}, now)
+	}, ca.SignedByCurrent, now)
 }
 
 // ClientLeaf returns a Leaf of IssueClient's client certificates for the
@@ -52,14 +55,14 @@ func (ca *CA) ClientLeaf(commonName string, orgs []string, now func() time.Time)
 	orgs = slices.Clone(orgs)
 	return newLeaf("client certificate "+commonName, func(t time.Time) ([]byte, []byte, error) {
 		return ca.IssueClient(commonName, orgs, t)
-	}, now)
+	}, ca.SignedByCurrent, now)
 }
 
-func newLeaf(name string, issue func(time.Time) ([]byte, []byte, error), now func() time.Time) (*Leaf, error) {
+func newLeaf(name string, issue func(time.Time) ([]byte, []byte, error), current func(*x509.Certificate) bool, now func() time.Time) (*Leaf, error) {
 	if now == nil {
 		now = time.Now
 	}
-	l := &Leaf{name: name, issue: issue, now: now}
+	l := &Leaf{name: name, issue: issue, current: current, now: now}
 	if _, err := l.Get(); err != nil {
 		return nil, err
 	}
@@ -76,14 +79,15 @@ func (l *Leaf) OnIssue(f func(certPEM []byte)) {
 	f(encodeCert(l.cert.Leaf.Raw))
 }
 
-// Get returns the certificate, renewed first when due. A failed renewal
+// Get returns the certificate, renewed first when due (or of a CA being
+// replaced). A failed renewal
 // keeps the current certificate while it is valid (the next call tries
 // again) and is an error once it has expired.
 func (l *Leaf) Get() (*tls.Certificate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if l.cert != nil && !wire.RenewalDue(l.cert.Leaf, now) {
+	if l.cert != nil && !wire.RenewalDue(l.cert.Leaf, now) && l.current(l.cert.Leaf) {
 		return l.cert, nil
 	}
 	certPEM, keyPEM, err := l.issue(now)

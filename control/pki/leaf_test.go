@@ -99,7 +99,7 @@ func TestLeafFailedRenewal(t *testing.T) {
 	first, _ := leaf.Get()
 	// The CA cannot issue (its key is gone): the current certificate is
 	// kept while valid, an error once expired.
-	ca.Key = nil
+	ca.Signer().Key = nil
 	clk.set(testNow.Add(300 * 24 * time.Hour))
 	if c, err := leaf.Get(); err != nil || c != first {
 		t.Fatalf("renewal failed, certificate valid: %v, %v; want the current one", c, err)
@@ -186,7 +186,7 @@ func TestServerConfigRenews(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		if n := len(resp.TLS.PeerCertificates); n != 2 || !resp.TLS.PeerCertificates[1].Equal(ca.Cert) {
+		if n := len(resp.TLS.PeerCertificates); n != 2 || !resp.TLS.PeerCertificates[1].Equal(ca.Cert()) {
 			t.Fatalf("%d certificates served, want the leaf then the CA", n)
 		}
 		return resp.TLS.PeerCertificates[0].SerialNumber.String(), string(body)
@@ -220,11 +220,11 @@ func TestState(t *testing.T) {
 		at   time.Time
 		want string
 	}{
-		{"fresh CA", ca.Cert, testNow, StateOK},
-		{"CA a year and a day before its end", ca.Cert, ca.Cert.NotAfter.Add(-366 * 24 * time.Hour), StateOK},
-		{"CA within a year of its end", ca.Cert, ca.Cert.NotAfter.Add(-364 * 24 * time.Hour), StateRenewSoon},
-		{"CA expired", ca.Cert, ca.Cert.NotAfter, StateExpired},
-		{"clock far behind", ca.Cert, testNow.Add(-2 * time.Hour), StateNotYetValid},
+		{"fresh CA", ca.Cert(), testNow, StateOK},
+		{"CA a year and a day before its end", ca.Cert(), ca.Cert().NotAfter.Add(-366 * 24 * time.Hour), StateOK},
+		{"CA within a year of its end", ca.Cert(), ca.Cert().NotAfter.Add(-364 * 24 * time.Hour), StateRenewSoon},
+		{"CA expired", ca.Cert(), ca.Cert().NotAfter, StateExpired},
+		{"clock far behind", ca.Cert(), testNow.Add(-2 * time.Hour), StateNotYetValid},
 		{"fresh leaf", leaf, testNow, StateOK},
 		{"leaf due", leaf, wire.RenewAt(leaf), StateRenewSoon},
 		{"leaf expired", leaf, leaf.NotAfter.Add(time.Second), StateExpired},

@@ -17,7 +17,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 		name      string
 		plaintext []byte
 	}{
-		{"CA key", ca.KeyPEM},
+		{"CA key", ca.Signer().KeyPEM},
 		{"empty", []byte{}},
 		{"one byte", []byte{0}},
 		{"large", bytes.Repeat([]byte("isle"), 1<<14)},
@@ -129,11 +129,11 @@ func TestSealOpenEmptySecret(t *testing.T) {
 
 func TestSealWithTokenSecret(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := Seal(ca.KeyPEM, tok.Secret, InfoCAKey)
+	sealed, err := Seal(ca.Signer().KeyPEM, tok.Secret, InfoCAKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestSealWithTokenSecret(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open with the parsed token's secret: %v", err)
 	}
-	if _, err := ParseCA(ca.CertPEM, keyPEM); err != nil {
+	if _, err := ParseCA(ca.CertPEM(), keyPEM); err != nil {
 		t.Errorf("ParseCA with the opened key: %v", err)
 	}
 }

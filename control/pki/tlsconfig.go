@@ -2,10 +2,12 @@ package pki
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // ServerConfig returns a TLS server configuration that serves leaf's
@@ -15,9 +17,11 @@ import (
 // against the CA when clients present one (tls.VerifyClientCertIfGiven),
 // so that clients without one can still authenticate with a bearer token.
 //
-// NextProtos is left empty: http.Server.ServeTLS adds "h2" and "http/1.1".
+// The configuration of each handshake comes from GetConfigForClient, with
+// the client CAs trusted at that moment (both while the CA is replaced)
+// and NextProtos "h2" and "http/1.1", as http.Server.ServeTLS sets them.
 func ServerConfig(ca *CA, leaf *Leaf) (*tls.Config, error) {
-	if ca == nil || ca.Cert == nil {
+	if ca == nil || ca.Signer() == nil {
 		return nil, errors.New("pki: server config: no CA certificate")
 	}
 	if leaf == nil {
@@ -36,9 +40,11 @@ func ServerConfig(ca *CA, leaf *Leaf) (*tls.Config, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if c != last {
-			// Send the CA after the leaf, for PinnedClientConfig.
 			withCA := *c
-			withCA.Certificate = append(slices.Clone(c.Certificate[:1]), ca.Cert.Raw)
+			withCA.Certificate = slices.Clone(c.Certificate[:1])
+			if issuer := ca.IssuedBy(c.Leaf); issuer != nil {
+				withCA.Certificate = append(withCA.Certificate, issuer.Raw)
+			}
 			last, chain = c, &withCA
 		}
 		return chain, nil
@@ -46,22 +52,70 @@ func ServerConfig(ca *CA, leaf *Leaf) (*tls.Config, error) {
 	if _, err := get(nil); err != nil {
 		return nil, fmt.Errorf("pki: server config: %w", err)
 	}
-	if err := leaf.Current().CheckSignatureFrom(ca.Cert); err != nil {
-		return nil, fmt.Errorf("pki: server config: %s is not signed by CA %q: %w", leaf.name, ca.Cert.Subject.CommonName, err)
+	if ca.IssuedBy(leaf.Current()) == nil {
+		return nil, fmt.Errorf("pki: server config: %s is not signed by CA %q", leaf.name, ca.Cert().Subject.CommonName)
 	}
-	return &tls.Config{
+	base := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: get,
 		ClientAuth:     tls.VerifyClientCertIfGiven,
-		ClientCAs:      ca.Pool(),
-	}, nil
+	}
+	// The clients' CAs are those trusted at each handshake: while the CA
+	// is replaced, both.
+	var (
+		pmu     sync.Mutex
+		trusted []*x509.Certificate
+		current *tls.Config
+	)
+	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		t := ca.Trusted()
+		pmu.Lock()
+		defer pmu.Unlock()
+		if current == nil || !slices.EqualFunc(t, trusted, (*x509.Certificate).Equal) {
+			c := base.Clone()
+			c.GetConfigForClient = nil
+			c.ClientCAs = ca.Pool()
+			c.NextProtos = []string{"h2", "http/1.1"}
+			trusted, current = t, c
+		}
+		return current, nil
+	}
+	base.ClientCAs = ca.Pool()
+	return base, nil
 }
 
-// ClientConfig returns a TLS client configuration that trusts only the CA
-// and presents leaf's client certificate (renewed when due), so that a
-// server running for years never presents an expired one. Set ServerName
-// (on a clone) to the name the server must have.
+// ClientConfig returns a client TLS configuration presenting the client
+// certificate leaf holds (renewed as due) and verifying the server by the
+// CAs trusted at each handshake.
 func ClientConfig(ca *CA, leaf *Leaf) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(),
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return leaf.Get() }}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return leaf.Get() },
+		// The standard verification takes a fixed pool; VerifyConnection
+		// does it with the pool of the moment instead.
+		InsecureSkipVerify: true,
+	}
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		return VerifyServer(cs, ca.Pool(), cfg.Time)
+	}
+	return cfg
+}
+
+// VerifyServer does what crypto/tls's verification of a server does, with
+// roots: the chain to one of them, and the name the client asked for.
+// now nil: time.Now.
+func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool, now func() time.Time) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("pki: the server sent no certificate")
+	}
+	opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+	if now != nil {
+		opts.CurrentTime = now()
+	}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+		return fmt.Errorf("pki: the server's certificate: %w", err)
+	}
+	return nil
 }

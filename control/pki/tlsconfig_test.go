@@ -96,7 +96,7 @@ func TestServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chain := served.Certificate; len(chain) != 2 || string(chain[1]) != string(ca.Cert.Raw) {
+	if chain := served.Certificate; len(chain) != 2 || string(chain[1]) != string(ca.Cert().Raw) {
 		t.Errorf("served chain has %d certificates, want the leaf then the CA", len(chain))
 	}
 	if again, _ := cfg.GetCertificate(nil); again != served {
@@ -180,7 +180,7 @@ func TestServerConfigErrors(t *testing.T) {
 
 func TestPinnedClientConfig(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
-	hash := wire.CAHash(ca.Cert)
+	hash := wire.CAHash(ca.Cert())
 	certPEM, keyPEM := mustServing(t, ca)
 	good := startTLSServer(t, mustServerConfig(t, ca))
 
@@ -190,7 +190,7 @@ func TestPinnedClientConfig(t *testing.T) {
 
 	// An impostor sends our (public) CA certificate after a leaf of its own CA.
 	impostorPair := mustKeyPair(t, otherCert, otherKey)
-	impostorPair.Certificate = [][]byte{impostorPair.Certificate[0], ca.Cert.Raw}
+	impostorPair.Certificate = [][]byte{impostorPair.Certificate[0], ca.Cert().Raw}
 	impostor := startTLSServer(t, &tls.Config{Certificates: []tls.Certificate{impostorPair}})
 
 	// A server that does not send the CA certificate.
@@ -199,7 +199,7 @@ func TestPinnedClientConfig(t *testing.T) {
 	// A client certificate of our CA used as a serving certificate.
 	clientCert, clientKey := mustClient(t, ca, "isle-node-1", "system:nodes")
 	clientPair := mustKeyPair(t, clientCert, clientKey)
-	clientPair.Certificate = append(clientPair.Certificate, ca.Cert.Raw)
+	clientPair.Certificate = append(clientPair.Certificate, ca.Cert().Raw)
 	clientAsServer := startTLSServer(t, &tls.Config{Certificates: []tls.Certificate{clientPair}})
 
 	tests := []struct {
@@ -214,7 +214,7 @@ func TestPinnedClientConfig(t *testing.T) {
 		{"matching hash, no name", good, hash, "", ""},
 		{"bare upper-case hex hash", good, strings.ToUpper(strings.TrimPrefix(hash, "sha256:")), "127.0.0.1", ""},
 		{"hash from a parsed token", good, tokenHash(t, ca), "127.0.0.1", ""},
-		{"wrong hash", good, wire.CAHash(other.Cert), "127.0.0.1", "no CA certificate with hash"},
+		{"wrong hash", good, wire.CAHash(other.Cert()), "127.0.0.1", "no CA certificate with hash"},
 		{"empty hash", good, "", "127.0.0.1", "empty CA hash"},
 		{"wrong server name", good, hash, "evil.example", "certificate is valid for"},
 		{"server of another CA", otherServer, hash, "127.0.0.1", "no CA certificate with hash"},
@@ -246,7 +246,7 @@ func TestPinnedClientConfigWithClientCert(t *testing.T) {
 	ca := mustCA(t, "isle-ca")
 	s := startTLSServer(t, mustServerConfig(t, ca))
 	nodeCert, nodeKey := mustClient(t, ca, "system:node:isle-2", "system:nodes")
-	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1", nil)
+	cfg := wire.PinnedClientConfig(wire.CAHash(ca.Cert()), "127.0.0.1", nil)
 	cfg.Certificates = []tls.Certificate{mustKeyPair(t, nodeCert, nodeKey)}
 	body, _, err := get(t, s.URL, cfg)
 	if err != nil {
@@ -263,7 +263,7 @@ func TestVerifyPinnedNoCertificates(t *testing.T) {
 	}
 	ca := mustCA(t, "isle-ca")
 	// The CA alone, sent as the leaf, is not accepted: the CA must follow a leaf.
-	err := verifyPinned([]*x509.Certificate{ca.Cert}, wire.CAHash(ca.Cert), "")
+	err := verifyPinned([]*x509.Certificate{ca.Cert()}, wire.CAHash(ca.Cert()), "")
 	if err == nil {
 		t.Error("verifyPinned accepted a chain holding only the CA")
 	}
@@ -286,20 +286,20 @@ func TestVerifyPinnedClock(t *testing.T) {
 	}
 	ca := mustCA(t, "isle-ca")
 	// Of the pinned CA: the board's clock is wrong, not the server.
-	err := verifyPinned([]*x509.Certificate{tomorrow(ca), ca.Cert}, wire.CAHash(ca.Cert), "127.0.0.1")
+	err := verifyPinned([]*x509.Certificate{tomorrow(ca), ca.Cert()}, wire.CAHash(ca.Cert()), "127.0.0.1")
 	if !errors.Is(err, wire.ErrClock) {
 		t.Errorf("certificate not valid yet: %v, want wire.ErrClock", err)
 	}
 	// With the board's clock set by the cluster's (a day ahead here), the
 	// same chain verifies.
 	ahead := func() time.Time { return time.Now().Add(25 * time.Hour) }
-	vc := wire.PinnedClientConfig(wire.CAHash(ca.Cert), "127.0.0.1", ahead).VerifyConnection
-	if err := vc(tls.ConnectionState{PeerCertificates: []*x509.Certificate{tomorrow(ca), ca.Cert}}); err != nil {
+	vc := wire.PinnedClientConfig(wire.CAHash(ca.Cert()), "127.0.0.1", ahead).VerifyConnection
+	if err := vc(tls.ConnectionState{PeerCertificates: []*x509.Certificate{tomorrow(ca), ca.Cert()}}); err != nil {
 		t.Errorf("certificate valid at the board's clock: %v", err)
 	}
 	// An impostor's, sent with the pinned CA's certificate: refused as an
 	// impostor's, whatever the time.
-	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert}, wire.CAHash(ca.Cert), "127.0.0.1")
+	err = verifyPinned([]*x509.Certificate{tomorrow(mustCA(t, "other-ca")), ca.Cert()}, wire.CAHash(ca.Cert()), "127.0.0.1")
 	if err == nil || errors.Is(err, wire.ErrClock) {
 		t.Errorf("impostor's certificate: %v, want a refusal that is not wire.ErrClock", err)
 	}
@@ -307,7 +307,7 @@ func TestVerifyPinnedClock(t *testing.T) {
 
 func tokenHash(t *testing.T, ca *CA) string {
 	t.Helper()
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 
 func TestTokenRoundTrip(t *testing.T) {
 	ca := newCA(t)
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatalf("NewToken: %v", err)
 	}
-	if tok.CAHash != wire.CAHash(ca.Cert) {
-		t.Errorf("CAHash = %q, want %q", tok.CAHash, wire.CAHash(ca.Cert))
+	if tok.CAHash != wire.CAHash(ca.Cert()) {
+		t.Errorf("CAHash = %q, want %q", tok.CAHash, wire.CAHash(ca.Cert()))
 	}
 	if !regexp.MustCompile(`^[a-z2-7]{32}$`).MatchString(tok.Secret) {
 		t.Errorf("secret %q is not 32 lowercase base32 characters", tok.Secret)
@@ -35,7 +35,7 @@ func TestTokenRoundTrip(t *testing.T) {
 			t.Errorf("wire.ParseToken(%q) = %+v, want %+v", in, got, tok)
 		}
 	}
-	tok2, err := wire.NewToken(ca.Cert)
+	tok2, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func testCredential(t *testing.T) wire.Credential {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wire.Credential{Name: "pi-zero", NodeToken: "id.secret", CACert: ca.CertPEM, GossipKey: make([]byte, 32)}
+	return wire.Credential{Name: "pi-zero", NodeToken: "id.secret", CACert: ca.CertPEM(), GossipKey: make([]byte, 32)}
 }
 
 func TestNodeLabels(t *testing.T) {

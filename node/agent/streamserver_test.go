@@ -96,7 +96,7 @@ var streamTestHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Req
 func testStreamServer(t *testing.T, ci *certIssuer, dir, token string) *streamServer {
 	t.Helper()
 	cfg := Config{
-		Credential: wire.Credential{Name: "pi2", NodeToken: token, CACert: ci.ca.CertPEM, GossipKey: make([]byte, 32)},
+		Credential: wire.Credential{Name: "pi2", NodeToken: token, CACert: ci.ca.CertPEM(), GossipKey: make([]byte, 32)},
 		Address:    "127.0.0.1", DataDir: dir, Stream: streamTestHandler, // StreamPort 0: any free port
 	}
 	s, err := newStreamServer(cfg, ci.dial, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -182,7 +182,7 @@ func TestStreamTLSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := StreamTLSConfig(ca.CertPEM, func() *tls.Certificate { return &pair })
+	cfg, err := StreamTLSConfig(ca.CertPEM(), func() *tls.Certificate { return &pair })
 	if err != nil {
 		t.Fatal(err)
 	}

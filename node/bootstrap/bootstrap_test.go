@@ -46,7 +46,7 @@ func TestJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +67,11 @@ func TestJoin(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(body)
 		}
 	}
-	good := server(t, ca, answer(200, wire.JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"}))
+	good := server(t, ca, answer(200, wire.JoinResponse{CACert: ca.CertPEM(), NodeToken: "n.t"}))
 	down := server(t, ca, answer(503, map[string]string{"error": "no leader"}))
 	taken := server(t, ca, answer(409, map[string]string{"error": "a board named \"pi\" is already in the cluster"}))
-	liar := server(t, ca, answer(200, wire.JoinResponse{CACert: other.CertPEM}))
-	stranger := server(t, other, answer(200, wire.JoinResponse{CACert: other.CertPEM}))
+	liar := server(t, ca, answer(200, wire.JoinResponse{CACert: other.CertPEM()}))
+	stranger := server(t, other, answer(200, wire.JoinResponse{CACert: other.CertPEM()}))
 
 	req := wire.JoinRequest{Name: "pi", Role: wire.RoleAgent}
 	c := NewClient(tok, nil)
@@ -130,7 +130,7 @@ func TestServerTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash := wire.CAHash(ca.Cert)
+	hash := wire.CAHash(ca.Cert())
 	tells := func(at func() time.Time) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != wire.TimePath || r.Method != http.MethodGet {

@@ -44,7 +44,7 @@ func timeServer(t *testing.T, ca *pki.CA, tok wire.Token, now func() time.Time) 
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(wire.JoinResponse{CACert: ca.CertPEM, NodeToken: "n.t"})
+		_ = json.NewEncoder(w).Encode(wire.JoinResponse{CACert: ca.CertPEM(), NodeToken: "n.t"})
 	})
 	// Not httptest's TLS server: it adds a certificate of its own, which
 	// wins over GetCertificate for clients that send no server name.
@@ -66,7 +66,7 @@ func TestSettleClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestAskTimeUntilTold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := wire.NewToken(ca.Cert)
+	tok, err := wire.NewToken(ca.Cert())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func runServer(ctx context.Context, cfg Config) error {
 	}
 	defer srv.Close()
 	g, stop, err := startGossip(cfg, gossip.Meta{Name: cfg.Name, Role: gossip.RoleServer, RaftID: srv.ID(), API: ccfg.APIAdvertise, Raft: ccfg.RaftAddr,
-		Arch: facts.Platform(), Version: cfg.Version}, ccfg.GossipKey, wire.CAHash(ccfg.Identity.CA.Cert), reg)
+		Arch: facts.Platform(), Version: cfg.Version}, ccfg.GossipKey, wire.CAHash(ccfg.Identity.CA.Cert()), reg)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -110,7 +110,7 @@ func runServer(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if !told {
-		go askTimeUntilTold(runCtx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), g, ccfg.APIAdvertise, askTimeEvery)
+		go askTimeUntilTold(runCtx, cfg, wire.CAHash(ccfg.Identity.CA.Cert()), g, ccfg.APIAdvertise, askTimeEvery)
 	}
 	// The board's agent (its Ingress and Service proxy among the rest)
 	// stops after the control plane: a leader that stops hands leadership
@@ -207,7 +207,7 @@ func settleServerClock(ctx context.Context, cfg Config, ccfg cluster.Config) boo
 			}
 		}
 	}
-	return settleClock(ctx, cfg, wire.CAHash(ccfg.Identity.CA.Cert), apiAddrs, ccfg.Identity.CA.Cert)
+	return settleClock(ctx, cfg, wire.CAHash(ccfg.Identity.CA.Cert()), apiAddrs, ccfg.Identity.CA.Cert())
 }
 
 // discoverTimeout bounds how long a restarting server looks for the

@@ -28,12 +28,12 @@ func TestWarning(t *testing.T) {
 		want string // "": no warning
 	}{
 		{"new", now, ""},
-		{"a year and a day left", ca.Cert.NotAfter.Add(-366 * day), ""},
-		{"364 days left", ca.Cert.NotAfter.Add(-364 * day), "expires on " + ca.Cert.NotAfter.UTC().Format(time.DateOnly) + ", in 364d"},
-		{"expired", ca.Cert.NotAfter.Add(time.Minute), "expired on"},
+		{"a year and a day left", ca.Cert().NotAfter.Add(-366 * day), ""},
+		{"364 days left", ca.Cert().NotAfter.Add(-364 * day), "expires on " + ca.Cert().NotAfter.UTC().Format(time.DateOnly) + ", in 364d"},
+		{"expired", ca.Cert().NotAfter.Add(time.Minute), "expired on"},
 	}
 	for _, tc := range tests {
-		msg, ok := caexpiry.Warning(ca.Cert, tc.at)
+		msg, ok := caexpiry.Warning(ca.Cert(), tc.at)
 		if ok != (tc.want != "") || !strings.Contains(msg, tc.want) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, msg, ok, tc.want)
 		}
@@ -48,8 +48,8 @@ func TestEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(ca.Cert.NotAfter.Sub(clock.Now()) - 200*24*time.Hour)
-	e := tabletest.New(t, controllers.WithCAExpiry(caexpiry.Config{CA: ca.Cert, Now: clock.Now, Every: 10 * time.Millisecond}))
+	clock.Advance(ca.Cert().NotAfter.Sub(clock.Now()) - 200*24*time.Hour)
+	e := tabletest.New(t, controllers.WithCAExpiry(caexpiry.Config{CA: ca.Cert(), Now: clock.Now, Every: 10 * time.Millisecond}))
 	e.Namespace(t, "default") // as every cluster has it
 	evs := e.Res(t, "", "v1", "events")
 	var got corev1.Event
