@@ -38,7 +38,7 @@ const (
 // servers, saves it and the serving certificate as they are issued,
 // exports their expiry and the CA's as metrics, and renews them, and the
 // kubeconfigs recorded in the data directory, until ctx ends.
-func startCerts(ctx context.Context, cfg Config, serving *pki.Leaf) (nodeClient *pki.Leaf, err error) {
+func startCerts(ctx context.Context, cfg Config, serving *pki.Leaf, kick <-chan struct{}) (nodeClient *pki.Leaf, err error) {
 	ca, log := cfg.Identity.CA, cfg.Logger
 	nodeClient, err = ca.ClientLeaf(wire.APIServerUser, nil, cfg.Now)
 	if err != nil {
@@ -53,13 +53,13 @@ func startCerts(ctx context.Context, cfg Config, serving *pki.Leaf) (nodeClient 
 		go l.Run(ctx, log)
 	}
 	for kind, cert := range map[string]func() *x509.Certificate{
-		wire.CertKindCA: func() *x509.Certificate { return ca.Cert() }, wire.CertKindServing: serving.Current, wire.CertKindNodeClient: nodeClient.Current,
+		wire.CertKindCA: ca.Cert, wire.CertKindServing: serving.Current, wire.CertKindNodeClient: nodeClient.Current,
 	} {
 		if err := cfg.Metrics.Register(expiryGauge(kind, cert)); err != nil {
 			return nil, fmt.Errorf("cluster: certificate metrics: %w", err)
 		}
 	}
-	go renewKubeconfigs(ctx, cfg.DataDir, ca, cfg.Now, log)
+	go renewKubeconfigs(ctx, cfg.DataDir, ca, cfg.Now, kick, log)
 	return nodeClient, nil
 }
 
@@ -126,9 +126,10 @@ func WriteAdminKubeconfig(dir, server, path string, now time.Time) error {
 }
 
 // renewKubeconfigs renews the client certificates of the recorded
-// kubeconfigs when due, looking every wire.MaxRenewalWait or a twentieth of
-// the CA's leaf validity, whichever is shorter, until ctx ends.
-func renewKubeconfigs(ctx context.Context, dir string, ca *pki.CA, now func() time.Time, log *slog.Logger) {
+// kubeconfigs when due, and their CAs when the CA is replaced, looking
+// every wire.MaxRenewalWait or a twentieth of the CA's leaf validity,
+// whichever is shorter, and when kicked, until ctx ends.
+func renewKubeconfigs(ctx context.Context, dir string, ca *pki.CA, now func() time.Time, kick <-chan struct{}, log *slog.Logger) {
 	validity := ca.LeafValidity
 	if validity <= 0 {
 		validity = pki.LeafValidity
@@ -155,6 +156,7 @@ func renewKubeconfigs(ctx context.Context, dir string, ca *pki.CA, now func() ti
 		case <-ctx.Done():
 			return
 		case <-time.After(every):
+		case <-kick:
 		}
 	}
 }

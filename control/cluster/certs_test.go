@@ -54,7 +54,7 @@ func TestKubeconfigRenewal(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		renewKubeconfigs(ctx, dir, id.CA, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		renewKubeconfigs(ctx, dir, id.CA, time.Now, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)

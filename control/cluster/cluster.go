@@ -261,10 +261,14 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The API server's client certificate for the boards' streaming servers.
-	nodeClient, err := startCerts(runCtx, cfg, serving)
+	kick := make(chan struct{}, 1)
+	nodeClient, err := startCerts(runCtx, cfg, serving, kick)
 	if err != nil {
 		return err
 	}
+	rotator := &caRotator{node: node, store: store, id: id, name: cfg.Name, dataDir: cfg.DataDir,
+		leaves: []*pki.Leaf{serving, nodeClient}, kubeconfig: kick, log: log, now: cfg.Now}
+	go rotator.run(runCtx)
 	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
@@ -297,6 +301,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux := http.NewServeMux()
 		mux.Handle("/store/", storeapi.Handler(node, log))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
+		mux.HandleFunc(caRotationPath, rotator.handler)
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -317,8 +322,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		go members.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
-		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.CertPEM()),
-			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert()}),
+		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.BundlePEM),
+			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),
 			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {
 			opts = append(opts, controllers.WithActivity(cfg.Activity))
@@ -354,7 +359,7 @@ func (s *Server) NodeCredential(ctx context.Context) (wire.Credential, error) {
 	for {
 		token, err := issueNodeToken(ctx, s.node, cfg.Name)
 		if err == nil {
-			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: cfg.Identity.CA.CertPEM(), GossipKey: cfg.GossipKey}
+			cred = wire.Credential{Name: cfg.Name, NodeToken: token, CACert: cfg.Identity.CA.BundlePEM(), GossipKey: cfg.GossipKey}
 			return cred, cred.Save(cfg.DataDir)
 		}
 		if errors.Is(err, errNameTaken) {

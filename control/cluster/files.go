@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,15 +19,18 @@ import (
 //	token               the cluster token (0600): it decrypts the CA key
 //	pki/ca.crt          the cluster CA certificate
 //	pki/ca.key.sealed   the CA key, sealed with the token's secret
+//	pki/ca-next.*       while the CA is replaced, the new one (carotation.go)
 //	cluster.json        this server's API address and certificates' validity, for `isle kubeconfig`
 const (
-	tokenFile     = "token"
-	caCertFile    = "pki/ca.crt"
-	caKeySealed   = "pki/ca.key.sealed"
-	clusterFile   = "cluster.json"
-	storeDirName  = "store"
-	fileMode      = 0o600
-	directoryMode = 0o700
+	tokenFile       = "token"
+	caCertFile      = "pki/ca.crt"
+	caKeySealed     = "pki/ca.key.sealed"
+	caNextCertFile  = "pki/ca-next.crt"
+	caNextKeySealed = "pki/ca-next.key.sealed"
+	clusterFile     = "cluster.json"
+	storeDirName    = "store"
+	fileMode        = 0o600
+	directoryMode   = 0o700
 )
 
 // Identity is what a server needs to prove and to trust: the token and
@@ -56,10 +58,12 @@ func saveIdentity(dir string, id Identity) error {
 	if err != nil {
 		return fmt.Errorf("save identity: %w", err)
 	}
-	for name, data := range map[string][]byte{
-		tokenFile: []byte(id.Token.String() + "\n"), caCertFile: id.CA.CertPEM(), caKeySealed: sealed,
-	} {
-		if err := writeFile(dir, name, data); err != nil {
+	// The key first, the token last, as carotation.go writes them.
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{caKeySealed, sealed}, {caCertFile, id.CA.CertPEM()}, {tokenFile, []byte(id.Token.String() + "\n")}} {
+		if err := writeFile(dir, f.name, f.data); err != nil {
 			return fmt.Errorf("save identity: %w", err)
 		}
 	}
@@ -76,25 +80,57 @@ func LoadIdentity(dir string) (Identity, error) {
 	if id.Token, err = wire.ParseToken(strings.TrimSpace(string(tb))); err != nil {
 		return id, fmt.Errorf("load identity: %s: %w", filepath.Join(dir, tokenFile), err)
 	}
-	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
-	if err != nil {
+	if id.CA, err = loadCA(dir, id.Token); err != nil {
 		return id, fmt.Errorf("load identity: %w", err)
 	}
-	sealed, err := os.ReadFile(filepath.Join(dir, caKeySealed))
-	if err != nil {
-		return id, fmt.Errorf("load identity: %w", err)
-	}
-	keyPEM, err := pki.Open(sealed, id.Token.Secret, pki.InfoCAKey)
-	if err != nil {
-		return id, fmt.Errorf("load identity: %s: %w (the token file does not belong to this CA key)", filepath.Join(dir, caKeySealed), err)
-	}
-	if id.CA, err = pki.ParseCA(certPEM, keyPEM); err != nil {
-		return id, fmt.Errorf("load identity: %w", err)
-	}
-	if wire.CAHash(id.CA.Cert()) != id.Token.CAHash {
-		return id, errors.New("load identity: the token's CA hash does not match pki/ca.crt")
+	if h := wire.CAHash(id.CA.Cert()); h != id.Token.CAHash {
+		// The CA was replaced and the server stopped before it rewrote
+		// the token: the token's secret opens the CA's key, which is
+		// proof enough that they belong together.
+		id.Token.CAHash = h
+		if err := writeFile(dir, tokenFile, []byte(id.Token.String()+"\n")); err != nil {
+			return id, fmt.Errorf("load identity: the CA was replaced; rewrite the token: %w", err)
+		}
+		removeNextCA(dir)
 	}
 	return id, nil
+}
+
+// loadCA reads the CA of dir, its key opened with tok's secret. After a
+// crash while the CA was replaced (carotation.go writes the key, then the
+// certificate, then the token) it pairs them from the current and the
+// next CA's files.
+func loadCA(dir string, tok wire.Token) (*pki.CA, error) {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	certPEM, err := read(caCertFile)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := read(caKeySealed)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := pki.Open(sealed, tok.Secret, pki.InfoCAKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (the token file does not belong to this CA key)", filepath.Join(dir, caKeySealed), err)
+	}
+	ca, err := pki.ParseCA(certPEM, keyPEM)
+	if err == nil {
+		return ca, nil
+	}
+	if next, nerr := read(caNextCertFile); nerr == nil {
+		if ca, nerr := pki.ParseCA(next, keyPEM); nerr == nil {
+			return ca, writeFile(dir, caCertFile, next)
+		}
+	}
+	return nil, err
+}
+
+// removeNextCA removes the files of a CA replacement that is over.
+func removeNextCA(dir string) {
+	for _, name := range []string{caNextCertFile, caNextKeySealed} {
+		_ = os.Remove(filepath.Join(dir, name))
+	}
 }
 
 // HasServer reports whether a data directory holds a server already: one

@@ -82,7 +82,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 	// A board that has the name's credential keeps its name; any other
 	// board asking for a taken name is refused.
 	var resp wire.JoinResponse
-	resp.CACert, resp.GossipKey = h.id.CA.CertPEM(), h.gossipKey
+	resp.CACert, resp.GossipKey = h.id.CA.BundlePEM(), h.gossipKey
 	if cred := r.Header.Get(wire.CredentialHeader); cred != "" {
 		if n, ok := nodeOfToken(h.node.KV(), cred); !ok || n != req.Name {
 			h.log.Warn("cluster: join refused: a node credential that is not the name's", "name", req.Name, "from", r.RemoteAddr)

@@ -81,12 +81,13 @@ func (h *servingCertHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // isleHandler serves the paths under /isle/ that are not the Kubernetes
-// API's: the serving certificates (node credential), the server's time
+// API's: the serving certificates and the CAs to trust (node credential), the server's time
 // (no authentication, see wire.TimePath) and the rest, which the join
 // handler authenticates with the cluster token.
 func isleHandler(certs *servingCertHandler, join *joinHandler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(wire.ServingCertPath, certs)
+	mux.Handle("GET "+wire.CAPath, caHandler(certs.ca, certs.nodeOf))
 	mux.HandleFunc("GET "+wire.TimePath, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, wire.TimeResponse{Time: certs.now()})
 	})

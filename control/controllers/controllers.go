@@ -35,7 +35,7 @@ type tableOptions struct {
 	liveness nodelifecycle.Liveness
 	nodes    nodelifecycle.Config
 	activity func()
-	rootCA   []byte
+	rootCA   func() []byte
 	caExpiry *caexpiry.Config
 }
 
@@ -58,8 +58,8 @@ func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Optio
 
 // WithRootCA gives the root-CA publisher the cluster CA's certificate
 // (PEM); without it the publisher does not run.
-func WithRootCA(certPEM []byte) Option {
-	return func(o *tableOptions) { o.rootCA = certPEM }
+func WithRootCA(bundle func() []byte) Option {
+	return func(o *tableOptions) { o.rootCA = bundle }
 }
 
 // WithCAExpiry runs the CA expiry warning (package caexpiry); without it

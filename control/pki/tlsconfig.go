@@ -28,24 +28,34 @@ func ServerConfig(ca *CA, leaf *Leaf) (*tls.Config, error) {
 		return nil, errors.New("pki: server config: no serving certificate")
 	}
 	var (
-		mu    sync.Mutex
-		last  *tls.Certificate
-		chain *tls.Certificate
+		mu          sync.Mutex
+		last        *tls.Certificate
+		lastTrusted []*x509.Certificate
+		chain       *tls.Certificate
 	)
+	// The chain is the leaf, its CA, and the other CA trusted while the
+	// CA is replaced: a joiner pinning either finds it.
 	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		c, err := leaf.Get()
 		if err != nil {
 			return nil, err
 		}
+		trusted := ca.Trusted()
 		mu.Lock()
 		defer mu.Unlock()
-		if c != last {
+		if c != last || !slices.EqualFunc(trusted, lastTrusted, (*x509.Certificate).Equal) {
 			withCA := *c
 			withCA.Certificate = slices.Clone(c.Certificate[:1])
-			if issuer := ca.IssuedBy(c.Leaf); issuer != nil {
+			issuer := ca.IssuedBy(c.Leaf)
+			if issuer != nil {
 				withCA.Certificate = append(withCA.Certificate, issuer.Raw)
 			}
-			last, chain = c, &withCA
+			for _, t := range trusted {
+				if issuer == nil || !t.Equal(issuer) {
+					withCA.Certificate = append(withCA.Certificate, t.Raw)
+				}
+			}
+			last, lastTrusted, chain = c, trusted, &withCA
 		}
 		return chain, nil
 	}

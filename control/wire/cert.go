@@ -104,16 +104,23 @@ const (
 
 // ParseCertPEM parses the first PEM block, which must be a certificate.
 func ParseCertPEM(data []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(data)
+	c, _, err := parseOneCert(data)
+	return c, err
+}
+
+// parseOneCert parses the first PEM certificate of data, and returns the
+// rest.
+func parseOneCert(data []byte) (*x509.Certificate, []byte, error) {
+	block, rest := pem.Decode(data)
 	if block == nil {
-		return nil, errors.New("certificate: no PEM block found")
+		return nil, nil, errors.New("certificate: no PEM block found")
 	}
 	if block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("certificate: PEM block is %q, want %q", block.Type, "CERTIFICATE")
+		return nil, nil, fmt.Errorf("certificate: PEM block is %q, want %q", block.Type, "CERTIFICATE")
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("certificate: %w", err)
+		return nil, nil, fmt.Errorf("certificate: %w", err)
 	}
-	return cert, nil
+	return cert, rest, nil
 }

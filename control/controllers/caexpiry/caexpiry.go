@@ -27,8 +27,9 @@ const Reason = "CACertificateExpiring"
 
 // Config configures the Controller.
 type Config struct {
-	// CA is the cluster CA's certificate. Required.
-	CA *x509.Certificate
+	// CA returns the cluster CA's certificate (the one that signs, which
+	// a rotation replaces). Required.
+	CA func() *x509.Certificate
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Every is how often the CA is looked at: within the Events' TTL (an
@@ -64,9 +65,10 @@ func (c *Controller) Run(ctx context.Context) {
 	defer t.Stop()
 	logged := false // once a term: the Event repeats it
 	for {
-		if msg, ok := Warning(c.cfg.CA, c.cfg.Now()); ok {
+		ca := c.cfg.CA()
+		if msg, ok := Warning(ca, c.cfg.Now()); ok {
 			if !logged {
-				c.log.Warn("caexpiry: "+msg, "notAfter", c.cfg.CA.NotAfter)
+				c.log.Warn("caexpiry: "+msg, "notAfter", ca.NotAfter)
 				logged = true
 			}
 			c.rec.Eventf(&corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: metav1.NamespaceDefault, Name: rootca.ConfigMap},

@@ -49,7 +49,7 @@ func TestEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(ca.Cert().NotAfter.Sub(clock.Now()) - 200*24*time.Hour)
-	e := tabletest.New(t, controllers.WithCAExpiry(caexpiry.Config{CA: ca.Cert(), Now: clock.Now, Every: 10 * time.Millisecond}))
+	e := tabletest.New(t, controllers.WithCAExpiry(caexpiry.Config{CA: ca.Cert, Now: clock.Now, Every: 10 * time.Millisecond}))
 	e.Namespace(t, "default") // as every cluster has it
 	evs := e.Res(t, "", "v1", "events")
 	var got corev1.Event

@@ -3,8 +3,10 @@
 package rootca
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,27 +31,33 @@ const rootCADescription = "Contains a CA bundle that can be used to verify the k
 // Controller puts ConfigMap into every namespace that is not
 // terminating, and puts it back when it is deleted or its data changed.
 type Controller struct {
-	store   *registry.Store
-	log     *slog.Logger
-	certPEM []byte
+	store  *registry.Store
+	log    *slog.Logger
+	bundle func() []byte
 }
 
-// New returns the publisher of certPEM, the cluster CA's certificate;
-// without it the publisher does not run.
-func New(store *registry.Store, log *slog.Logger, certPEM []byte) *Controller {
-	return &Controller{store: store, log: log, certPEM: certPEM}
+// New returns the publisher of the CA certificates bundle returns (the
+// cluster CA's, and while it is replaced the new one's too); without it
+// the publisher does not run.
+func New(store *registry.Store, log *slog.Logger, bundle func() []byte) *Controller {
+	return &Controller{store: store, log: log, bundle: bundle}
 }
+
+// bundleEvery is how often the publisher looks for a new bundle (the CA
+// replaced), which it then publishes in every namespace.
+const bundleEvery = 2 * time.Second
 
 // Name is the controller's name in the table.
 func (c *Controller) Name() string { return "root-ca-cert-publisher" }
 
 // Run reconciles until ctx ends (when this member stops leading).
 func (c *Controller) Run(ctx context.Context) {
-	if len(c.certPEM) == 0 {
+	if c.bundle == nil || len(c.bundle()) == 0 {
 		return
 	}
 	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	cmRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	go c.republish(ctx, nsRes)
 	loop := kit.Loop{Store: c.store, Log: c.log, Name: "root-ca-cert-publisher"}
 	loop.Run(ctx,
 		kit.WatchOf(nsRes, nil, func(typ watch.EventType, ns *corev1.Namespace) {
@@ -64,6 +72,35 @@ func (c *Controller) Run(ctx context.Context) {
 		}})
 }
 
+// republish publishes a new bundle in every namespace, looking every
+// bundleEvery until ctx ends.
+func (c *Controller) republish(ctx context.Context, nsRes *registry.Resource) {
+	last := c.bundle()
+	t := time.NewTicker(bundleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		b := c.bundle()
+		if bytes.Equal(b, last) {
+			continue
+		}
+		list, err := c.store.List(ctx, nsRes, "", metav1.ListOptions{})
+		if err != nil {
+			c.log.Warn("root-ca-cert-publisher: list namespaces; trying again", "err", err)
+			continue
+		}
+		for _, ns := range list.(*corev1.NamespaceList).Items {
+			c.sync(ctx, ns.Name)
+		}
+		last = b
+		c.log.Info("root-ca-cert-publisher: a new CA bundle published", "namespaces", len(list.(*corev1.NamespaceList).Items))
+	}
+}
+
 // sync makes namespace ns's ConfigMap hold the CA's certificate.
 func (c *Controller) sync(ctx context.Context, ns string) {
 	nsRes := kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("namespaces"))
@@ -72,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, ns string) {
 		obj.(*corev1.Namespace).DeletionTimestamp != nil {
 		return // gone or going: nothing new may be created in it
 	}
-	want := map[string]string{"ca.crt": string(c.certPEM)}
+	want := map[string]string{"ca.crt": string(c.bundle())}
 	obj, err := c.store.Get(ctx, cmRes, ns, ConfigMap, metav1.GetOptions{ResourceVersion: "0"})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -52,7 +52,7 @@ func NewStore(t *testing.T) *Env {
 func New(t *testing.T, opts ...controllers.Option) *Env {
 	t.Helper()
 	e := NewStore(t)
-	table := controllers.Table(e.Store, e.Log, append([]controllers.Option{controllers.WithRootCA([]byte(TestCAPEM))}, opts...)...)
+	table := controllers.Table(e.Store, e.Log, append([]controllers.Option{controllers.WithRootCA(func() []byte { return []byte(TestCAPEM) })}, opts...)...)
 	ctltest.Start(t, func(ctx context.Context) { controllers.RunAll(ctx, table, e.Log) })
 	return e
 }
