@@ -45,7 +45,7 @@ year.`,
 		},
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of a board (server or agent)")
-	cmd.AddCommand(check)
+	cmd.AddCommand(check, newRotateCACommand())
 	return cmd
 }
 
@@ -66,13 +66,21 @@ func certsCheck(w io.Writer, dataDir string, now time.Time) error {
 	if len(files) == 0 || files[0].Kind != wire.CertKindCA {
 		// An agent's board: the CA is in its credential.
 		cred, ok, err := wire.LoadCredential(dataDir)
-		if ok || err != nil {
-			cf := cluster.CertFile{Kind: wire.CertKindCA, Path: filepath.Join(dataDir, wire.CredentialFile), Err: err}
-			if err == nil {
-				cf.Cert, cf.Err = wire.ParseCertPEM(cred.CACert)
+		path := filepath.Join(dataDir, wire.CredentialFile)
+		var cas []cluster.CertFile
+		if err != nil {
+			cas = append(cas, cluster.CertFile{Kind: wire.CertKindCA, Path: path, Err: err})
+		} else if ok {
+			// Two while the CA is replaced.
+			certs, err := wire.ParseCertsPEM(cred.CACert)
+			if err != nil {
+				cas = append(cas, cluster.CertFile{Kind: wire.CertKindCA, Path: path, Err: err})
 			}
-			files = append([]cluster.CertFile{cf}, files...)
+			for _, c := range certs {
+				cas = append(cas, cluster.CertFile{Kind: wire.CertKindCA, Path: path, Cert: c})
+			}
 		}
+		files = append(cas, files...)
 	}
 	path := filepath.Join(dataDir, agent.ServingCertFile)
 	if b, err := os.ReadFile(path); !errors.Is(err, fs.ErrNotExist) {

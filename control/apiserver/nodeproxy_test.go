@@ -112,10 +112,7 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentTLS, err := agent.StreamTLSConfig(ca.CertPEM(), func() *tls.Certificate { return &pair })
-	if err != nil {
-		t.Fatal(err)
-	}
+	agentTLS := agent.StreamTLSConfig(ca.Pool, func() *tls.Certificate { return &pair })
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ import (
 const (
 	caRotationKey    = "/isle/ca-rotation"
 	caAppliedPrefix  = "/isle/ca-rotation-applied/"
-	caRotationPath   = "/ca-rotation" // on the store API: GET the status, POST to start
+	CARotationPath   = "/ca-rotation" // on the store API: GET the status, POST to start
 	caRotationLookup = time.Second
 )
 
@@ -246,7 +246,7 @@ func (r *caRotator) waiting(ctx context.Context, rec wire.CARotation, newHash st
 	return out, nil
 }
 
-// caRotationHandler serves caRotationPath on the store API (loopback):
+// caRotationHandler serves CARotationPath on the store API (loopback):
 // GET the rotation's status, POST to start one.
 func (r *caRotator) handler(w http.ResponseWriter, req *http.Request) {
 	switch req.Method {
@@ -275,7 +275,7 @@ func (r *caRotator) handler(w http.ResponseWriter, req *http.Request) {
 		}
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		httpError(w, http.StatusMethodNotAllowed, req.Method+" "+caRotationPath+": want GET or POST")
+		httpError(w, http.StatusMethodNotAllowed, req.Method+" "+CARotationPath+": want GET or POST")
 	}
 }
 

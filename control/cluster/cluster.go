@@ -301,7 +301,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux := http.NewServeMux()
 		mux.Handle("/store/", storeapi.Handler(node, log))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
-		mux.HandleFunc(caRotationPath, rotator.handler)
+		mux.HandleFunc(CARotationPath, rotator.handler)
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)

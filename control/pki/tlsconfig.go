@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // ServerConfig returns a TLS server configuration that serves leaf's
@@ -105,27 +106,7 @@ func ClientConfig(ca *CA, leaf *Leaf) *tls.Config {
 		InsecureSkipVerify: true,
 	}
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		return VerifyServer(cs, ca.Pool(), cfg.Time)
+		return wire.VerifyServer(cs, ca.Pool(), cfg.Time)
 	}
 	return cfg
-}
-
-// VerifyServer does what crypto/tls's verification of a server does, with
-// roots: the chain to one of them, and the name the client asked for.
-// now nil: time.Now.
-func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool, now func() time.Time) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("pki: the server sent no certificate")
-	}
-	opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
-	if now != nil {
-		opts.CurrentTime = now()
-	}
-	for _, c := range cs.PeerCertificates[1:] {
-		opts.Intermediates.AddCert(c)
-	}
-	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
-		return fmt.Errorf("pki: the server's certificate: %w", err)
-	}
-	return nil
 }

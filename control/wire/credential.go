@@ -22,6 +22,8 @@ const CredentialFile = "node-credential.json"
 type Credential struct {
 	Name      string `json:"name"`
 	NodeToken string `json:"nodeToken"` // bearer token for the Kubernetes API
+	// CACert is the CAs the board trusts (PEM): the cluster CA, and while
+	// it is replaced the new one too.
 	CACert    []byte `json:"caCert"`
 	GossipKey []byte `json:"gossipKey"`
 	// Servers are the servers' gossip addresses (host:port) last seen:
@@ -59,8 +61,8 @@ func (c Credential) Validate() error {
 	case len(c.GossipKey) != 32:
 		return fmt.Errorf("gossip key of %d bytes, want 32", len(c.GossipKey))
 	}
-	if _, err := ParseCertPEM(c.CACert); err != nil {
-		return fmt.Errorf("CA certificate: %w", err)
+	if _, err := ParseCertsPEM(c.CACert); err != nil {
+		return fmt.Errorf("CA certificates: %w", err)
 	}
 	return nil
 }

@@ -108,3 +108,23 @@ func normalizeHash(h string) string {
 	}
 	return h
 }
+
+// VerifyServer does what crypto/tls's verification of a server does, with
+// roots: the chain to one of them, and the name the client asked for.
+// now nil: time.Now.
+func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool, now func() time.Time) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("wire: the server sent no certificate")
+	}
+	opts := x509.VerifyOptions{Roots: roots, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+	if now != nil {
+		opts.CurrentTime = now()
+	}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+		return fmt.Errorf("wire: the server's certificate: %w", err)
+	}
+	return nil
+}

@@ -145,6 +145,12 @@ type Agent struct {
 	// nodeLost is set while the control plane holds the Node not Ready
 	// and the agent could not post it back.
 	nodeLost atomic.Bool
+	// trust is the CAs the board trusts; stream its streaming server (nil:
+	// none).
+	trust  *caTrust
+	stream *streamServer
+	// credMu serializes the changes of cfg.Credential (saveCredential).
+	credMu sync.Mutex
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -163,7 +169,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts}
-	a.servers = &servers{g: cfg.Gossip, fallback: cfg.Fallback, now: cfg.Now, log: a.log}
+	if a.trust, err = newCATrust(cfg.Credential.CACert); err != nil {
+		return err
+	}
+	a.servers = &servers{g: cfg.Gossip, fallback: cfg.Fallback, now: cfg.Now, log: a.log, trust: a.trust}
 	if a.cfg.RunDir == "" {
 		a.cfg.RunDir = "/run/isle"
 	}
@@ -229,6 +238,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, a.log, "register the Node", a.register); err != nil {
 		return err
 	}
+	go a.followCA(ctx, cfg.Credential.Name, a.stream)
 	a.log.Info("agent: Node registered", "server", a.servers.current(), "arch", facts.Platform(), "cpus", facts.CPUs,
 		"memory", facts.Memory)
 	if a.cfg.LEDs != nil {
@@ -484,13 +494,13 @@ func (a *Agent) saveServers() {
 	for _, m := range a.cfg.Gossip.Servers() {
 		addrs = append(addrs, net.JoinHostPort(m.Addr.Addr().String(), strconv.Itoa(int(m.Addr.Port()))))
 	}
-	cred, changed := a.cfg.Credential.WithServers(addrs)
+	a.credMu.Lock()
+	_, changed := a.cfg.Credential.WithServers(addrs)
+	a.credMu.Unlock()
 	if !changed {
 		return
 	}
-	if err := cred.Save(a.cfg.DataDir); err != nil {
+	if err := a.saveCredential(func(c *wire.Credential) { *c, _ = c.WithServers(addrs) }); err != nil {
 		a.log.Warn("agent: server list not saved", "err", err)
-		return
 	}
-	a.cfg.Credential = cred
 }

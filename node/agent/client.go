@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +67,8 @@ type servers struct {
 	// checked.
 	now func() time.Time
 	log *slog.Logger
+	// trust is the CAs the servers' certificates are checked by.
+	trust *caTrust
 
 	mu   sync.Mutex
 	last string
@@ -222,12 +223,8 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 	return c, nil
 }
 
-// tlsConfig verifies the servers by the cluster CA of cred at the board's
-// time.
-func (s *servers) tlsConfig(cred wire.Credential) (*tls.Config, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(cred.CACert) {
-		return nil, errors.New("the credential's CA certificate does not parse")
-	}
-	return &tls.Config{RootCAs: pool, ServerName: wire.APIServerName, MinVersion: tls.VersionTLS12, Time: s.now}, nil
+// tlsConfig verifies the servers by the CAs the board trusts at each
+// handshake, at the board's time.
+func (s *servers) tlsConfig(wire.Credential) (*tls.Config, error) {
+	return s.trust.clientConfig(wire.APIServerName, s.now), nil
 }

@@ -48,12 +48,8 @@ const (
 // servers, which proxy kubectl logs, exec and attach. Any other client's
 // handshake fails. HTTP/2 is not offered: exec and attach are WebSocket
 // upgrades.
-func StreamTLSConfig(caPEM []byte, cert func() *tls.Certificate) (*tls.Config, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("agent: streaming server: the CA certificate does not parse")
-	}
-	return &tls.Config{
+func StreamTLSConfig(roots func() *x509.CertPool, cert func() *tls.Certificate) *tls.Config {
+	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -62,17 +58,31 @@ func StreamTLSConfig(caPEM []byte, cert func() *tls.Certificate) (*tls.Config, e
 			}
 			return nil, errors.New("agent: streaming server: no certificate yet")
 		},
-		ClientAuth: tls.RequireAndVerifyClientCert,
-		ClientCAs:  pool,
-		// Runs after the chain (and client auth usage) is verified, on
-		// resumed sessions too.
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != wire.APIServerUser {
-				return fmt.Errorf("agent: streaming server: client is not %s", wire.APIServerUser)
-			}
-			return nil
-		},
-	}, nil
+		// The chain is verified in VerifyConnection, by the CAs trusted at
+		// the handshake (a replacement of the CA changes them).
+		ClientAuth: tls.RequireAnyClientCert,
+	}
+	// Runs on resumed sessions too.
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("agent: streaming server: no client certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots(), Intermediates: x509.NewCertPool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		if cfg.Time != nil {
+			opts.CurrentTime = cfg.Time()
+		}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+			return fmt.Errorf("agent: streaming server: client certificate: %w", err)
+		}
+		if cs.PeerCertificates[0].Subject.CommonName != wire.APIServerUser {
+			return fmt.Errorf("agent: streaming server: client is not %s", wire.APIServerUser)
+		}
+		return nil
+	}
+	return cfg
 }
 
 // streamDefaults fills in StreamPort: DefaultStreamPort with a Stream, 0
@@ -94,10 +104,11 @@ func (a *Agent) serveStreams(ctx context.Context) error {
 	if a.cfg.Stream == nil {
 		return nil
 	}
-	s, err := newStreamServer(a.cfg, a.servers.dial, a.log)
+	s, err := newStreamServer(a.cfg, a.trust, a.servers.dial, a.log)
 	if err != nil {
 		return err
 	}
+	a.stream = s
 	go func() {
 		if err := s.run(ctx); err != nil {
 			a.log.Error("agent: streaming server stopped; kubectl logs, exec and attach fail for this board", "err", err)
@@ -111,8 +122,7 @@ func (a *Agent) serveStreams(ctx context.Context) error {
 // renews.
 type streamServer struct {
 	node, token string
-	ca          *x509.Certificate
-	caPEM       []byte
+	trust       *caTrust
 	path        string // of ServingCertFile
 	client      *http.Client
 	handler     http.Handler
@@ -127,20 +137,14 @@ type streamServer struct {
 
 // newStreamServer listens on the board's address at cfg.StreamPort (so
 // that a port in use fails the agent's start); dial connects to a server.
-func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) (*streamServer, error) {
-	ca, err := wire.ParseCertPEM(cfg.Credential.CACert)
-	if err != nil {
-		return nil, fmt.Errorf("agent: streaming server: CA: %w", err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
+func newStreamServer(cfg Config, trust *caTrust, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) (*streamServer, error) {
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
 	tr := &http.Transport{
 		DialContext:     dial,
-		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: wire.APIServerName, Time: now},
+		TLSClientConfig: trust.clientConfig(wire.APIServerName, now),
 		// A certificate a year: no connection to keep.
 		DisableKeepAlives: true,
 	}
@@ -150,7 +154,7 @@ func newStreamServer(cfg Config, dial func(ctx context.Context, network, addr st
 		return nil, fmt.Errorf("agent: streaming server: %w", err)
 	}
 	return &streamServer{
-		node: cfg.Credential.Name, token: cfg.Credential.NodeToken, ca: ca, caPEM: cfg.Credential.CACert,
+		node: cfg.Credential.Name, token: cfg.Credential.NodeToken, trust: trust,
 		path:    filepath.Join(cfg.DataDir, ServingCertFile),
 		client:  &http.Client{Transport: tr, Timeout: servingCertTimeout},
 		handler: cfg.Stream, lis: lis, log: log, now: now, check: wire.MaxRenewalWait, reg: cfg.Registerer,
@@ -172,10 +176,7 @@ func (s *streamServer) run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	cfg, err := StreamTLSConfig(s.caPEM, s.cert.Load)
-	if err != nil {
-		return err
-	}
+	cfg := StreamTLSConfig(s.trust.Pool, s.cert.Load)
 	cfg.Time = s.now // the API servers' client certificates, at the board's time
 	if s.reg != nil {
 		expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: wire.CertExpiryMetric, Help: wire.CertExpiryHelp,
@@ -254,6 +255,17 @@ func (s *streamServer) ensureCert(ctx context.Context) error {
 	return nil
 }
 
+// renewNow replaces the certificate at once (its CA no longer signs).
+func (s *streamServer) renewNow(ctx context.Context) error {
+	c, err := s.obtain(ctx)
+	if err != nil {
+		return err
+	}
+	s.cert.Store(c)
+	s.log.Info("agent: streaming server certificate of the CA that signs now", "expires", c.Leaf.NotAfter)
+	return nil
+}
+
 // load reads ServingCertFile; its certificate must be the CA's for the
 // node (the file may survive a new cluster or a new name).
 func (s *streamServer) load() (*tls.Certificate, error) {
@@ -274,8 +286,8 @@ func (s *streamServer) load() (*tls.Certificate, error) {
 // verify checks that leaf is the CA's serving certificate for the node
 // (its dates are RenewalDue's business).
 func (s *streamServer) verify(leaf *x509.Certificate) error {
-	if err := leaf.CheckSignatureFrom(s.ca); err != nil {
-		return fmt.Errorf("not signed by the cluster CA: %w", err)
+	if s.trust.issuer(leaf) == "" {
+		return errors.New("not signed by the cluster CA")
 	}
 	if err := leaf.VerifyHostname(s.node); err != nil {
 		return err
