@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -191,3 +193,160 @@ spec:
 		t.Fatalf("isle certs check: %v\n%s", err, out)
 	}
 }
+
+// TestCARotation replaces the cluster CA of an island of one server and
+// two agents with isle certs rotate-ca while kubectl writes ConfigMaps and
+// reads a pod's logs in a loop: no request fails; an agent that is off
+// holds the rotation in its first phase, which goes on once it is back; a
+// join pinning the old CA works before the new one signs and is refused,
+// saying why, after; at the end every board, the server's files and the
+// recorded kubeconfig trust the new CA alone, and the server's token
+// carries its hash.
+func TestCARotation(t *testing.T) {
+	isl := startIsland(t, 1, 2)
+	k := isl.kubectl
+	isl.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: ticker}
+spec:
+  nodeName: pi2
+  containers:
+  - name: ticker
+    image: %s
+    command: ["sh", "-c", "while true; do echo tick; sleep 1; done"]
+`, isl.busybox))
+	isl.waitRunning(t, 90*time.Second, "ticker")
+	data := filepath.Join(isl.dir, "pi1", "data")
+	oldTok := readToken(t, data)
+
+	// The client: a write and a read of the logs a second, counted.
+	stop := make(chan struct{})
+	done := make(chan []string)
+	go func() {
+		var failures []string
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- failures
+				return
+			case <-time.After(time.Second):
+			}
+			if _, errOut, err := k.run("", "create", "configmap", fmt.Sprintf("during-%d", i)); err != nil {
+				failures = append(failures, fmt.Sprintf("create configmap: %v %s", err, errOut))
+			}
+			if out, errOut, err := k.run("", "logs", "ticker", "--tail=1"); err != nil || strings.TrimSpace(out) != "tick" {
+				failures = append(failures, fmt.Sprintf("logs: %v %q %s", err, out, errOut))
+			}
+		}
+	}()
+
+	isl.board(t, "stop", "pi3")
+	rotate := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("isle certs rotate-ca %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	t.Logf("%s", rotate("--no-wait"))
+	if out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca", "--no-wait").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "under way") {
+		t.Errorf("a second rotation while one is under way: %v\n%s\nwant a refusal saying one is under way", err, out)
+	}
+	waitFor(t, 90*time.Second, "the rotation held in its first phase by the board that is off, and it alone", func() bool {
+		st := rotate("--status")
+		return strings.Contains(st, "phase "+wire.CAPhaseTrustBoth) && strings.Contains(st, "waiting for board pi3: does not trust the new CA yet") &&
+			strings.Count(st, "waiting for") == 1
+	})
+	// A board that joins now with the old token finds the CA it pins.
+	if err := pinnedHandshake(oldTok, "10.77.0.11:6443"); err != nil {
+		t.Errorf("a join with the old token while both CAs are trusted: %v", err)
+	}
+	time.Sleep(5 * time.Second)
+	if st := rotate("--status"); !strings.Contains(st, "phase "+wire.CAPhaseTrustBoth) {
+		t.Fatalf("the rotation went on while pi3 was off:\n%s", st)
+	}
+	isl.board(t, "start", "pi3")
+	waitFor(t, 180*time.Second, "the rotation done", func() bool {
+		return strings.Contains(rotate("--status"), "phase "+wire.CAPhaseDone)
+	})
+	final := rotate("--status")
+	t.Logf("%s", final)
+	close(stop)
+	if failures := <-done; len(failures) > 0 {
+		t.Errorf("%d requests failed during the rotation:\n%s", len(failures), strings.Join(failures, "\n"))
+	}
+
+	newTok := readToken(t, data)
+	if newTok.CAHash == oldTok.CAHash || newTok.Secret != oldTok.Secret {
+		t.Errorf("the server's token after the rotation: hash %s (before %s), same secret %v; want a new hash and the same secret", newTok.CAHash, oldTok.CAHash, newTok.Secret == oldTok.Secret)
+	}
+	if !strings.Contains(final, newTok.String()) {
+		t.Errorf("rotate-ca --status does not print the new token %s", newTok)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(data, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, err := wire.ParseCertPEM(caPEM); err != nil || wire.CAHash(ca) != newTok.CAHash {
+		t.Errorf("pki/ca.crt after the rotation: %v, want the new CA %s", err, newTok.CAHash)
+	}
+	for _, b := range []string{"pi1", "pi2", "pi3"} {
+		cred, _, err := wire.LoadCredential(filepath.Join(isl.dir, b, "data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs, err := wire.ParseCertsPEM(cred.CACert)
+		if err != nil || len(certs) != 1 || wire.CAHash(certs[0]) != newTok.CAHash {
+			t.Errorf("%s trusts %v (%v), want the new CA alone", b, wire.CAHashes(certs), err)
+		}
+	}
+	kc, err := os.ReadFile(isl.state.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(kc), "certificate-authority-data: "+base64PEM(caPEM)) {
+		t.Errorf("the recorded kubeconfig does not trust the new CA alone:\n%s", kc)
+	}
+	// The old token no longer finds its CA, and says why.
+	if err := pinnedHandshake(oldTok, "10.77.0.11:6443"); err == nil || !strings.Contains(err.Error(), "rotate-ca") {
+		t.Errorf("a join with the old token after the rotation: %v, want a refusal that names a replaced CA", err)
+	}
+	if err := pinnedHandshake(newTok, "10.77.0.11:6443"); err != nil {
+		t.Errorf("a join with the new token: %v", err)
+	}
+	if out, errOut, err := k.run("", "logs", "ticker", "--tail=1"); err != nil || strings.TrimSpace(out) != "tick" {
+		t.Errorf("kubectl logs after the rotation: %v %q %s", err, out, errOut)
+	}
+	out, err := exec.Command(isl.bin, "certs", "check", "--data-dir", filepath.Join(isl.dir, "pi2", "data")).CombinedOutput()
+	if err != nil || strings.Count(string(out), "cluster CA") != 1 {
+		t.Errorf("isle certs check on pi2: %v\n%s\nwant one cluster CA", err, out)
+	}
+}
+
+func readToken(t *testing.T, data string) wire.Token {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := wire.ParseToken(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// pinnedHandshake makes the TLS handshake a joining board makes with tok
+// (its CA pinned by hash) to the API server at addr, from the island's
+// LAN.
+func pinnedHandshake(tok wire.Token, addr string) error {
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, wire.PinnedClientConfig(tok.CAHash, "", time.Now))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// base64PEM is data as a kubeconfig's -data field holds it.
+func base64PEM(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

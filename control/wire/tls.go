@@ -62,7 +62,7 @@ func pinnedChain(certs []*x509.Certificate, wantHash, serverName string) (leaf, 
 		intermediates.AddCert(c)
 	}
 	if ca == nil {
-		return nil, nil, opts, fmt.Errorf("server's chain has no CA certificate with hash %s", wantHash)
+		return nil, nil, opts, fmt.Errorf("server's chain has no CA certificate with hash %s: a wrong token, or the cluster's CA was replaced (isle certs rotate-ca): take the token from a server's DATA/token", wantHash)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
