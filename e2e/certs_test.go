@@ -272,6 +272,13 @@ spec:
 	})
 	final := rotate("--status")
 	t.Logf("%s", final)
+	if b, err := os.ReadFile(filepath.Join(isl.dir, "pi1", "isle.log")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "CA replacement") || strings.Contains(l, "CAs changed") {
+				t.Logf("pi1: %s", l)
+			}
+		}
+	}
 	close(stop)
 	if failures := <-done; len(failures) > 0 {
 		t.Errorf("%d requests failed during the rotation:\n%s", len(failures), strings.Join(failures, "\n"))
@@ -343,7 +350,15 @@ func readToken(t *testing.T, data string) wire.Token {
 func pinnedHandshake(tok wire.Token, addr string) error {
 	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, wire.PinnedClientConfig(tok.CAHash, "", time.Now))
 	if err != nil {
-		return err
+		// What the server sent, to tell why.
+		var chain []string
+		if c, derr := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}); derr == nil {
+			for _, pc := range c.ConnectionState().PeerCertificates {
+				chain = append(chain, fmt.Sprintf("%s (CA %v, key %s, signed by %x)", pc.Subject.CommonName, pc.IsCA, wire.CAHash(pc), pc.AuthorityKeyId))
+			}
+			c.Close()
+		}
+		return fmt.Errorf("%w; the server's chain: %s", err, strings.Join(chain, ", "))
 	}
 	return c.Close()
 }

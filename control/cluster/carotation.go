@@ -152,7 +152,7 @@ func (r *caRotator) apply(rec wire.CARotation, newKP *pki.KeyPair) error {
 		}
 	case wire.CAPhaseIssueNew:
 		ca.Rotate(newKP, old)
-	case wire.CAPhaseDone:
+	case wire.CAPhaseDropOld, wire.CAPhaseDone:
 		ca.Rotate(newKP)
 		// The key first, then the certificate, then the token: loadCA
 		// finds its way after a crash between any two.
@@ -169,7 +169,7 @@ func (r *caRotator) apply(rec wire.CARotation, newKP *pki.KeyPair) error {
 		}
 		removeNextCA(r.dataDir)
 	default:
-		return fmt.Errorf("phase %q: want %s, %s or %s", rec.Phase, wire.CAPhaseTrustBoth, wire.CAPhaseIssueNew, wire.CAPhaseDone)
+		return fmt.Errorf("phase %q: want %s, %s, %s or %s", rec.Phase, wire.CAPhaseTrustBoth, wire.CAPhaseIssueNew, wire.CAPhaseDropOld, wire.CAPhaseDone)
 	}
 	for _, l := range r.leaves {
 		if _, err := l.Get(); err != nil {
@@ -199,11 +199,12 @@ func (r *caRotator) advance(ctx context.Context, rec wire.CARotation, rev int64,
 		next.Waiting = waiting
 	} else {
 		next.Waiting = nil
-		next.Phase = map[string]string{wire.CAPhaseTrustBoth: wire.CAPhaseIssueNew, wire.CAPhaseIssueNew: wire.CAPhaseDone}[rec.Phase]
+		next.Phase = map[string]string{wire.CAPhaseTrustBoth: wire.CAPhaseIssueNew, wire.CAPhaseIssueNew: wire.CAPhaseDropOld,
+			wire.CAPhaseDropOld: wire.CAPhaseDone}[rec.Phase]
 	}
 	b, _ := json.Marshal(next)
 	ops := []kv.Op{{Type: kv.OpPut, Key: caRotationKey, Value: b, IfModRev: rev}}
-	if next.Phase == wire.CAPhaseDone {
+	if next.Phase == wire.CAPhaseDropOld {
 		ops = append(ops, kv.Op{Type: kv.OpPut, Key: caCertKey, Value: newKP.CertPEM, IfModRev: -1},
 			kv.Op{Type: kv.OpPut, Key: caKeySealedKey, Value: rec.NewKeySealed, IfModRev: -1})
 	}
@@ -217,9 +218,9 @@ func (r *caRotator) advance(ctx context.Context, rec wire.CARotation, rev int64,
 }
 
 // waiting lists who has not done the phase's part yet: servers that have
-// not applied it, and, before the new CA signs, boards that do not trust
-// it yet, and, before the old one goes, boards whose streaming
-// certificate it signed.
+// not applied it, and boards that do not trust the new CA yet, whose
+// streaming certificate it has not signed yet (from its signing on), or
+// that still trust the old one (once it is dropped).
 func (r *caRotator) waiting(ctx context.Context, rec wire.CARotation, newHash string) ([]string, error) {
 	var out []string
 	mark := rec.Phase + ":" + newHash
@@ -238,8 +239,10 @@ func (r *caRotator) waiting(ctx context.Context, rec wire.CARotation, newHash st
 		switch {
 		case !wire.TrustsCA(a[wire.AnnotationCATrust], newHash):
 			out = append(out, fmt.Sprintf("board %s: does not trust the new CA yet", n.Name))
-		case rec.Phase == wire.CAPhaseIssueNew && a[wire.AnnotationCAIssuer] != newHash:
+		case rec.Phase != wire.CAPhaseTrustBoth && a[wire.AnnotationCAIssuer] != newHash:
 			out = append(out, fmt.Sprintf("board %s: its streaming certificate is not the new CA's yet", n.Name))
+		case rec.Phase == wire.CAPhaseDropOld && a[wire.AnnotationCATrust] != newHash:
+			out = append(out, fmt.Sprintf("board %s: still trusts the old CA", n.Name))
 		}
 	}
 	slices.Sort(out)

@@ -47,8 +47,10 @@ const (
 	// CAPhaseIssueNew: the new CA signs, and every certificate is issued
 	// anew from it; both are still trusted.
 	CAPhaseIssueNew = "issue-new"
-	// CAPhaseDone: the new CA alone is trusted; the servers' tokens carry
-	// its hash.
+	// CAPhaseDropOld: the new CA alone is trusted; the servers' tokens
+	// carry its hash.
+	CAPhaseDropOld = "drop-old"
+	// CAPhaseDone: every server and board has dropped the old CA.
 	CAPhaseDone = "done"
 )
 
