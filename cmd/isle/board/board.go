@@ -131,7 +131,7 @@ func runAgent(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	g, stop, err := startGossip(cfg, gossip.Meta{Name: cred.Name, Role: gossip.RoleAgent, Arch: facts.Platform(), Version: cfg.Version},
-		cred.GossipKey, wire.CAHash(ca), reg)
+		cred.GossipKey, credentialCAHash(cfg.DataDir, wire.CAHash(ca)), reg)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -178,7 +178,7 @@ func newRegistry() *prometheus.Registry {
 // with it: the /metrics of reg on cfg.MetricsAddr, and the advertisement
 // of the cluster of CA caHash on the LAN. stop leaves the gossip and
 // stops the rest.
-func startGossip(cfg Config, meta gossip.Meta, key []byte, caHash string, reg *prometheus.Registry) (g *gossip.Gossip, stop func(), err error) {
+func startGossip(cfg Config, meta gossip.Meta, key []byte, caHash func() string, reg *prometheus.Registry) (g *gossip.Gossip, stop func(), err error) {
 	log := cfg.Logger
 	g, err = gossip.Start(gossip.Config{Meta: meta, Addr: cfg.Address, Port: cfg.GossipPort, Key: key, Logger: log, Registerer: reg})
 	if err != nil {
@@ -203,11 +203,57 @@ func startGossip(cfg Config, meta gossip.Meta, key []byte, caHash string, reg *p
 		stops = append(stops, func() { _ = srv.Close() })
 	}
 	if cfg.MDNS {
-		if s := gossip.AdvertiseOnLAN(meta.Name, cfg.Address, cfg.GossipPort, caHash, log); s != nil {
-			stops = append(stops, s)
-		}
+		done := make(chan struct{})
+		go advertise(done, cfg, meta.Name, caHash)
+		stops = append(stops, func() { close(done) })
 	}
 	return g, stop, nil
+}
+
+// advertiseEvery is how often a board looks whether the CA hash it
+// advertises by mDNS has changed (`isle certs rotate-ca`).
+const advertiseEvery = 10 * time.Second
+
+// advertise advertises the cluster of the CA caHash returns by mDNS on
+// the LAN, anew when that changes, until done is closed.
+func advertise(done <-chan struct{}, cfg Config, name string, caHash func() string) {
+	hash := caHash()
+	stop := gossip.AdvertiseOnLAN(name, cfg.Address, cfg.GossipPort, hash, cfg.Logger)
+	t := time.NewTicker(advertiseEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			if stop != nil {
+				stop()
+			}
+			return
+		case <-t.C:
+		}
+		if h := caHash(); h != hash {
+			if stop != nil {
+				stop()
+			}
+			hash, stop = h, gossip.AdvertiseOnLAN(name, cfg.Address, cfg.GossipPort, h, cfg.Logger)
+			cfg.Logger.Info("board: the cluster's CA changed; advertised by mDNS under its new hash", "ca", h)
+		}
+	}
+}
+
+// credentialCAHash is the hash of the signing CA of the credential in
+// dataDir (the first of its bundle), or else fallback.
+func credentialCAHash(dataDir, fallback string) func() string {
+	return func() string {
+		cred, ok, err := wire.LoadCredential(dataDir)
+		if err != nil || !ok {
+			return fallback
+		}
+		ca, err := wire.ParseCertPEM(cred.CACert)
+		if err != nil {
+			return fallback
+		}
+		return wire.CAHash(ca)
+	}
 }
 
 // joinGossip joins the gossip through the boards seeds gives (asked again

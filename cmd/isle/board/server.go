@@ -81,7 +81,7 @@ func runServer(ctx context.Context, cfg Config) error {
 	}
 	defer srv.Close()
 	g, stop, err := startGossip(cfg, gossip.Meta{Name: cfg.Name, Role: gossip.RoleServer, RaftID: srv.ID(), API: ccfg.APIAdvertise, Raft: ccfg.RaftAddr,
-		Arch: facts.Platform(), Version: cfg.Version}, ccfg.GossipKey, wire.CAHash(ccfg.Identity.CA.Cert()), reg)
+		Arch: facts.Platform(), Version: cfg.Version}, ccfg.GossipKey, func() string { return wire.CAHash(ccfg.Identity.CA.Cert()) }, reg)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
