@@ -9,6 +9,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -241,6 +244,30 @@ func (s *Server) Peers() []string {
 	}
 	return out
 }
+
+// NodeAddrs are the InternalIP addresses of the Nodes in this server's
+// copy of the store: where a server that starts looks for the boards'
+// gossip, besides the other servers (after a restart of every server the
+// agents, which kept running, hold the cluster's gossip).
+func (s *Server) NodeAddrs() []string {
+	kvs, _, _ := s.node.KV().List(nodesKeyPrefix, "", 0)
+	var out []string
+	for _, kvp := range kvs {
+		var n corev1.Node
+		if err := json.Unmarshal(kvp.Value, &n); err != nil {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				out = append(out, a.Address)
+			}
+		}
+	}
+	return out
+}
+
+// nodesKeyPrefix is where the store keeps the Nodes (registry's keys).
+const nodesKeyPrefix = "/registry/core/nodes/"
 
 // Run serves the control plane until ctx ends or it fails: the API server,
 // the /isle/v1 endpoints, the store's debugging API and, while this server

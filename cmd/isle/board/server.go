@@ -102,6 +102,9 @@ func runServer(ctx context.Context, cfg Config) error {
 				seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(cfg.GossipPort)))
 			}
 		}
+		for _, a := range srv.NodeAddrs() {
+			seeds = append(seeds, net.JoinHostPort(a, strconv.Itoa(cfg.GossipPort)))
+		}
 		return seeds
 	}
 	go func() {
