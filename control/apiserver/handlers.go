@@ -5,7 +5,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
@@ -68,8 +74,15 @@ func fieldValidation(r *http.Request) (registry.FieldValidation, error) {
 	}
 }
 
-func writeOpts(r *http.Request) registry.WriteOptions {
-	return registry.WriteOptions{DryRun: len(r.URL.Query()["dryRun"]) > 0}
+// writeOpts are a write's options; dryRun must be All, as
+// kube-apiserver has it (422 otherwise, naming the options' kind).
+func writeOpts(r *http.Request) (registry.WriteOptions, error) {
+	dryRun := r.URL.Query()["dryRun"]
+	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dryRun); len(errs) > 0 {
+		kind := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
+		return registry.WriteOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return registry.WriteOptions{DryRun: len(dryRun) > 0}, nil
 }
 
 func addWarnings(w http.ResponseWriter, warnings []string) {
@@ -130,6 +143,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 			s.writeError(w, r, apierrors.NewBadRequest(err.Error()))
 			return
 		}
+		if err := checkResourceVersion(opts.ResourceVersion); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		obj, err := s.store.Get(r.Context(), res, req.Namespace, req.Name, opts)
 		if apierrors.IsNotFound(err) && s.cfg.NodeLease != nil && req.Namespace == NodeLeaseNS &&
 			res.Group == coordinationv1.GroupName && res.Resource == "leases" {
@@ -161,12 +178,33 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	}
 }
 
+// listOptions are a list's or a watch's options, checked as
+// kube-apiserver checks them: resourceVersionMatch and its
+// resourceVersion (422), a resourceVersion that is no number (400).
 func listOptions(r *http.Request) (metav1.ListOptions, error) {
 	var opts metav1.ListOptions
 	if err := parameterCodec.DecodeParameters(r.URL.Query(), optionsGV, &opts); err != nil {
 		return opts, apierrors.NewBadRequest(err.Error())
 	}
-	return opts, nil
+	var internal metainternalversion.ListOptions
+	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&opts, &internal, nil); err != nil {
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("labelSelector %q, fieldSelector %q: %v", opts.LabelSelector, opts.FieldSelector, err))
+	}
+	if errs := metainternalversionvalidation.ValidateListOptions(&internal, false); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return opts, checkResourceVersion(opts.ResourceVersion)
+}
+
+// checkResourceVersion refuses a resourceVersion that is not a revision.
+func checkResourceVersion(rv string) error {
+	if rv == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q: want a number", rv))
+	}
+	return nil
 }
 
 func (s *Server) decodeBody(r *http.Request, res *registry.Resource) (runtime.Object, []string, error) {
@@ -201,7 +239,12 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.store.Create(r.Context(), req.Resource, req.Namespace, obj, writeOpts(r))
+	wopts, err := writeOpts(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.store.Create(r.Context(), req.Resource, req.Namespace, obj, wopts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -211,12 +254,17 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request) {
+	wopts, err := writeOpts(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	obj, warnings, err := s.decodeBody(r, req.Resource)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.store.Update(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, obj, writeOpts(r))
+	out, err := s.store.Update(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, obj, wopts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -249,12 +297,17 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
+	wopts, err := writeOpts(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	body, err := readBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out, warnings, err := s.store.Patch(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, pt, body, mode, writeOpts(r))
+	out, warnings, err := s.store.Patch(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, pt, body, mode, wopts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

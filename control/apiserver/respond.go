@@ -52,6 +52,26 @@ func negotiate(r *http.Request) output {
 	return o
 }
 
+// acceptable reports whether the request's Accept header, if any, names
+// a media type the API answers in (JSON, a Table, YAML).
+func acceptable(r *http.Request) bool {
+	accept := strings.TrimSpace(r.Header.Get("Accept"))
+	if accept == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "*/*", "application/*", "application/json", "application/yaml":
+			return true
+		}
+	}
+	return false
+}
+
 // writeJSON writes any value as JSON (or YAML if asked).
 func writeBody(w http.ResponseWriter, code int, o output, v any) {
 	if o.yaml {

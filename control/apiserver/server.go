@@ -172,6 +172,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		s.writeError(w, r, apierrors.NewMethodNotSupported(req.Resource.GroupVersionResource.GroupResource(), r.Method))
 		return "unsupported", req.Resource.Resource
 	}
+	if req.Subresource == "" && !acceptable(r) {
+		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR(""), "",
+			"only the following media types are accepted: application/json, application/yaml", 0, false))
+		return req.Verb, req.Resource.Resource
+	}
 	// Creates are authorized once their object's name is known, except
 	// those of a subresource (binding, eviction, exec, attach), whose URL
 	// names the object.

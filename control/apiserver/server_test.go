@@ -716,3 +716,79 @@ func TestPodTemplates(t *testing.T) {
 	mustCode(t, e.admin(t, "DELETE", "/api/v1/namespaces/default/podtemplates?labelSelector=patched%3Dtrue", ""), 200)
 	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/podtemplates/web", ""), 404)
 }
+
+// TestRequestValidation sends what kube-apiserver refuses, each with its
+// status code, and checks nothing changed: delete options, dryRun,
+// resourceVersion and resourceVersionMatch, uid and name changes, a JSON
+// patch of copies past the limit, an object over the store's write limit,
+// and an Accept header the API cannot answer.
+func TestRequestValidation(t *testing.T) {
+	e := newEnv(t)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"cm"},"data":{"a":"`+strings.Repeat("x", 1000)+`"}}`), 201)
+	var cm corev1.ConfigMap
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps/cm", ""), 200).decode(t, &cm)
+	copies := `[`
+	for i := range 12 {
+		if i > 0 {
+			copies += ","
+		}
+		copies += fmt.Sprintf(`{"op":"copy","from":"/data","path":"/metadata/annotations"},{"op":"add","path":"/data/k%d","value":"%s"}`, i, strings.Repeat("y", 200000))
+	}
+	copies += `]`
+	tests := []struct {
+		name, method, path, body string
+		header                   []string
+		code                     int
+		message                  string
+	}{
+		{"propagationPolicy Bogus", "DELETE", "/api/v1/namespaces/default/configmaps/cm?propagationPolicy=Bogus", "", nil, 422, "propagationPolicy"},
+		{"propagationPolicy with orphanDependents", "DELETE", "/api/v1/namespaces/default/configmaps/cm", `{"orphanDependents":true,"propagationPolicy":"Orphan"}`, nil, 422, "cannot be both set"},
+		{"dryRun bogus on create", "POST", "/api/v1/namespaces/default/configmaps?dryRun=bogus", `{"metadata":{"name":"dry"}}`, nil, 422, "CreateOptions"},
+		{"dryRun bogus on delete", "DELETE", "/api/v1/namespaces/default/configmaps/cm?dryRun=bogus", "", nil, 422, "dryRun"},
+		{"dryRun bogus on patch", "PATCH", "/api/v1/namespaces/default/configmaps/cm?dryRun=bogus", `{}`, []string{"Content-Type", "application/merge-patch+json"}, 422, "PatchOptions"},
+		{"resourceVersion abc on get", "GET", "/api/v1/namespaces/default/configmaps/cm?resourceVersion=abc", "", nil, 400, "invalid resource version"},
+		{"resourceVersion abc on list", "GET", "/api/v1/namespaces/default/configmaps?resourceVersion=abc", "", nil, 400, "invalid resource version"},
+		{"resourceVersionMatch Bogus", "GET", "/api/v1/namespaces/default/configmaps?resourceVersion=1&resourceVersionMatch=Bogus", "", nil, 422, "resourceVersionMatch"},
+		{"resourceVersionMatch without resourceVersion", "GET", "/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan", "", nil, 422, "resourceVersionMatch"},
+		{"PUT with another uid", "PUT", "/api/v1/namespaces/default/configmaps/cm", `{"metadata":{"name":"cm","uid":"00000000-0000-0000-0000-000000000001"}}`, nil, 409, "Precondition failed: UID"},
+		{"PATCH of the uid", "PATCH", "/api/v1/namespaces/default/configmaps/cm", `{"metadata":{"uid":"00000000-0000-0000-0000-000000000001"}}`, []string{"Content-Type", "application/merge-patch+json"}, 422, "metadata.uid"},
+		{"PATCH of the name", "PATCH", "/api/v1/namespaces/default/configmaps/cm", `{"metadata":{"name":"other"}}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "does not match the name on the URL"},
+		{"JSON patch that does not apply", "PATCH", "/api/v1/namespaces/default/configmaps/cm", `[{"op":"remove","path":"/data/absent"}]`, []string{"Content-Type", "application/json-patch+json"}, 422, "the JSON patch could not be applied"},
+		{"JSON patch of copies past 3 MiB", "PATCH", "/api/v1/namespaces/default/configmaps/cm", copies, []string{"Content-Type", "application/json-patch+json"}, 422, "accumulated"},
+		{"object over 1.5 MiB", "POST", "/api/v1/nodes", bigNode(), nil, 413, "more than the store takes"},
+		{"Accept text/html", "GET", "/api/v1/namespaces/default/configmaps/cm", "", []string{"Accept", "text/html"}, 406, "media types"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := e.admin(t, tc.method, tc.path, tc.body, tc.header...)
+			if r.code != tc.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("answered after %v", d)
+			}
+			if st := r.status(t); !strings.Contains(st.Message, tc.message) {
+				t.Errorf("message %q lacks %q", st.Message, tc.message)
+			}
+		})
+	}
+	var after corev1.ConfigMap
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps/cm", ""), 200).decode(t, &after)
+	if after.ResourceVersion != cm.ResourceVersion || after.UID != cm.UID {
+		t.Errorf("the ConfigMap changed: resourceVersion %s → %s, uid %s → %s", cm.ResourceVersion, after.ResourceVersion, cm.UID, after.UID)
+	}
+	mustCode(t, e.admin(t, "GET", "/api/v1/nodes/big", ""), 404)
+	// A negative grace period is one second: the delete goes through.
+	mustCode(t, e.admin(t, "DELETE", "/api/v1/namespaces/default/configmaps/cm", `{"gracePeriodSeconds":-5}`), 200)
+}
+
+// bigNode is a Node of about 2 MiB: a status of many images, as the probe
+// that once got stored sent.
+func bigNode() string {
+	var images []string
+	for i := range 3000 {
+		images = append(images, fmt.Sprintf(`{"names":["registry.example/%d/%s"],"sizeBytes":1}`, i, strings.Repeat("i", 650)))
+	}
+	return `{"metadata":{"name":"big"},"status":{"images":[` + strings.Join(images, ",") + `]}}`
+}

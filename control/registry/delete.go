@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"slices"
 
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Finalizers the server itself acts on.
@@ -29,6 +32,14 @@ const (
 func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, opts metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
 	if r.ReadOnly {
 		return nil, false, apierrors.NewMethodNotSupported(r.GroupVersionResource.GroupResource(), "delete")
+	}
+	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	// A negative grace period is one second, as kube-apiserver takes it.
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		one := int64(1)
+		opts.GracePeriodSeconds = &one
 	}
 	wopts := WriteOptions{DryRun: len(opts.DryRun) > 0}
 	gr := r.GroupVersionResource.GroupResource()

@@ -4,16 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // maxPatchOps bounds a JSON patch's operations (input from outside).
 const maxPatchOps = 10000
+
+// maxPatchCopyBytes bounds what a JSON patch's copy operations may add up
+// to, as kube-apiserver's: a chain of copies of copies otherwise doubles
+// the object at each step.
+const maxPatchCopyBytes = 3 << 20
+
+func init() {
+	// The library's limits are package settings; kube-apiserver sets the
+	// same ones.
+	jsonpatch.AccumulatedCopySizeLimit = maxPatchCopyBytes
+	jsonpatch.SupportNegativeIndices = false
+}
 
 // Patch applies a JSON patch, merge patch or strategic merge patch to the
 // stored object (sub "" or "status") and writes the result, retrying on a
@@ -29,8 +44,19 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name, sub string, pt
 			return nil, err
 		}
 		obj, w, err := Decode(r, patched, FormatJSON, mode)
+		if err != nil {
+			return nil, err
+		}
 		warnings = w
-		return obj, err
+		// What the URL names is not the patch's to change.
+		nm, om := obj.(metav1.Object), old.(metav1.Object)
+		if nm.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nm.GetName(), name))
+		}
+		if uid := nm.GetUID(); uid != "" && uid != om.GetUID() {
+			return nil, apierrors.NewInvalid(r.GVK().GroupKind(), name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+		}
+		return obj, nil
 	}, sub)
 	return obj, warnings, err
 }
@@ -54,8 +80,10 @@ func applyPatch(r *Resource, old runtime.Object, pt types.PatchType, patch []byt
 		}
 		out, err = p.Apply(original)
 		if err != nil {
-			return nil, apierrors.NewGenericServerResponse(422, "patch", r.GroupVersionResource.GroupResource(), "",
-				"the JSON patch could not be applied: "+err.Error(), 0, false)
+			// The reason in the message, where clients show it.
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
+				Reason: metav1.StatusReasonInvalid, Message: "the JSON patch could not be applied: " + err.Error(),
+				Details: &metav1.StatusDetails{Group: r.Group, Kind: r.Resource, Name: old.(metav1.Object).GetName()}}}
 		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(original, patch)

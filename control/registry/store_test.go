@@ -914,7 +914,8 @@ func TestPodGracefulDeletion(t *testing.T) {
 		{name: "on a node with the pod's grace", node: "n1", podGrace: ptr(int64(7)), wantGrace: 7},
 		{name: "on a node with the request's grace", node: "n1", opts: metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(5))}, wantGrace: 5},
 		{name: "on a node with grace 0", node: "n1", opts: metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}, wantGone: true},
-		{name: "on a node with negative grace", node: "n1", opts: metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(-1))}, wantGone: true},
+		// kube-apiserver takes a negative grace period as one second.
+		{name: "on a node with negative grace", node: "n1", opts: metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(-1))}, wantGrace: 1},
 	}
 	e := newEnv(t)
 	pods := e.pods(t)

@@ -111,7 +111,19 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 	return obj, nil
 }
 
+// MaxWriteBytes bounds what one write puts in the store, as etcd's
+// request limit does (1.5 MiB): an object over it is refused (413) before
+// it reaches Raft, whose log and followers would otherwise carry it.
+const MaxWriteBytes = 3 << 19
+
 func (s *Store) propose(ctx context.Context, ops ...kv.Op) (kv.Result, error) {
+	size := 0
+	for _, op := range ops {
+		size += len(op.Key) + len(op.Value)
+	}
+	if size > MaxWriteBytes {
+		return kv.Result{}, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes stored, more than the store takes in one write (%d)", size, MaxWriteBytes))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
 	res, err := s.node.Propose(ctx, ops...)
@@ -223,8 +235,13 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name, sub string, o
 	if err := s.checkNamespace(r, m, ns); err != nil {
 		return nil, err
 	}
-	want := m.GetResourceVersion()
+	want, uid := m.GetResourceVersion(), m.GetUID()
 	return s.guaranteedUpdate(ctx, r, ns, name, want, opts, func(old runtime.Object) (runtime.Object, error) {
+		// A uid in the object is a precondition, as kube-apiserver takes it.
+		if ouid := old.(metav1.Object).GetUID(); uid != "" && uid != ouid {
+			return nil, apierrors.NewConflict(r.GroupVersionResource.GroupResource(), name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, ouid))
+		}
 		return obj.DeepCopyObject(), nil
 	}, sub)
 }
