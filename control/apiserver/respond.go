@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -190,7 +191,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Code >= 500 && st.Code != http.StatusServiceUnavailable && st.Code != http.StatusGatewayTimeout {
 		s.log.Error("apiserver: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable {
+	switch {
+	case st.Details != nil && st.Details.RetryAfterSeconds > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	case st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	writeBody(w, int(st.Code), output{}, st)

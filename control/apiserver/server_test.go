@@ -792,3 +792,18 @@ func bigNode() string {
 	}
 	return `{"metadata":{"name":"big"},"status":{"images":[` + strings.Join(images, ",") + `]}}`
 }
+
+// TestWatchFarFuture answers a watch from a revision the store has not
+// reached at once, 504 as kube-apiserver does, instead of hanging
+// without headers.
+func TestWatchFarFuture(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	r := mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=999999999", ""), 504)
+	if st := r.status(t); !strings.Contains(st.Message, "Too large resource version") || r.header.Get("Retry-After") == "" {
+		t.Errorf("%s (Retry-After %q)", r, r.header.Get("Retry-After"))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("answered after %v", d)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -214,12 +215,32 @@ func (s *Store) listFreshness(ctx context.Context, opts metav1.ListOptions) erro
 	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && rv != s.node.KV().Revision() {
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): isle serves lists at the current revision only", rv, s.node.KV().Revision()))
 	}
-	if rv > s.node.KV().Revision() {
-		if err := s.sync(ctx, ""); err != nil {
-			return err
+	return s.notAhead(ctx, rv)
+}
+
+// aheadWait is how long a read at a revision the store has not reached
+// waits for it, as kube-apiserver's watch cache does.
+const aheadWait = 3 * time.Second
+
+// notAhead waits up to aheadWait for the store to reach revision rv, and
+// answers as kube-apiserver does if it does not: 504 Too large resource
+// version, try again in a second.
+func (s *Store) notAhead(ctx context.Context, rv int64) error {
+	if rv <= s.node.KV().Revision() {
+		return nil
+	}
+	if err := s.sync(ctx, ""); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(aheadWait)
+	for cur := s.node.KV().Revision(); rv > cur; cur = s.node.KV().Revision() {
+		if time.Now().After(deadline) {
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
 		}
-		if rv > s.node.KV().Revision() {
-			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, s.node.KV().Revision()), 1)
+		select {
+		case <-ctx.Done():
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil

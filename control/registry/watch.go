@@ -59,6 +59,9 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 		if err != nil || from < 0 {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: not a valid resource version", opts.ResourceVersion))
 		}
+		if err := s.notAhead(ctx, from); err != nil {
+			return nil, err
+		}
 	}
 	w, err := s.node.Watch(ctx, keyPrefix(r, ns), from)
 	if errors.Is(err, kv.ErrCompacted) {

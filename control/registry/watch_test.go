@@ -73,11 +73,18 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		w.expect(watch.Added, "d")
 	})
 	t.Run("future resourceVersion", func(t *testing.T) {
+		// A watch from a revision a little ahead waits for it (up to
+		// aheadWait), as kube-apiserver's watch cache does.
 		next := e.node.KV().Revision() + 2
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			for _, n := range []string{"skipped-1", "skipped-2", "seen"} {
+				if _, err := e.Create(e.ctx, cms, "default", newConfigMap(n, nil), registry.WriteOptions{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
 		w := e.watch(t, cms, "default", metav1.ListOptions{ResourceVersion: strconv.FormatInt(next, 10)})
-		e.create(t, cms, "default", newConfigMap("skipped-1", nil))
-		e.create(t, cms, "default", newConfigMap("skipped-2", nil))
-		e.create(t, cms, "default", newConfigMap("seen", nil))
 		w.expect(watch.Added, "seen")
 	})
 	t.Run("bad requests", func(t *testing.T) {
