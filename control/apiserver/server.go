@@ -69,6 +69,8 @@ type Config struct {
 	// services/proxy reach. nil: a net.Dialer (tests map pod addresses to
 	// their own servers).
 	ProxyDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Limits bounds the requests served at once (429 past them).
+	Limits Limits
 	// IsleVersion and IsleCommit are reported in /version.
 	IsleVersion, IsleCommit string
 	Logger                  *slog.Logger
@@ -77,12 +79,13 @@ type Config struct {
 
 // Server is the API server. It is an http.Handler.
 type Server struct {
-	cfg     Config
-	store   *registry.Store
-	log     *slog.Logger
-	now     func() time.Time
-	metrics *metrics
-	openapi openAPI
+	cfg      Config
+	store    *registry.Store
+	log      *slog.Logger
+	now      func() time.Time
+	metrics  *metrics
+	openapi  openAPI
+	inFlight *inFlight
 }
 
 // New returns a Server.
@@ -96,7 +99,7 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	return &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: newMetrics(cfg.Metrics)}
+	return &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: newMetrics(cfg.Metrics), inFlight: newInFlight(cfg.Limits)}
 }
 
 type userKey struct{}
@@ -143,6 +146,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return "unauthorized", ""
 	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+	release, err := s.inFlight.admit(r, u.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "throttled", ""
+	}
+	defer release()
 	switch {
 	case path == "/metrics":
 		promhttpHandler(s.cfg.Metrics).ServeHTTP(w, r)

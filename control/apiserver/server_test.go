@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -806,4 +807,73 @@ func TestWatchFarFuture(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("answered after %v", d)
 	}
+}
+
+// TestInFlightLimits answers 429 with Retry-After past the bounds of
+// read-only requests, mutating ones and watches, each counted apart.
+func TestInFlightLimits(t *testing.T) {
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.Limits = apiserver.Limits{ReadsInFlight: 2, MutatingInFlight: 1, WatchesPerUser: 2, Watches: 3}
+	})
+	// Lists at a revision the store has not reached wait 3 s: two hold
+	// the read-only places.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Again while refused: the probe below may hold a place.
+			for {
+				hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/configmaps?resourceVersion=999999", nil)
+				hr.Header.Set("Authorization", "Bearer "+adminToken)
+				resp, err := http.DefaultClient.Do(hr)
+				if err != nil {
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusTooManyRequests {
+					return
+				}
+			}
+		}()
+	}
+	eventually(t, "the two slow lists in flight", func() bool {
+		r := e.admin(t, "GET", "/api/v1/namespaces/default/configmaps", "")
+		return r.code == http.StatusTooManyRequests && r.header.Get("Retry-After") == "1"
+	})
+	// Mutating requests are counted apart.
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"while-reads-are-full"}}`), 201)
+	wg.Wait()
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps", ""), 200)
+
+	// Watches: two a user, three in all.
+	watch := func(token string) (*http.Response, error) {
+		hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+		hr.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultClient.Do(hr)
+	}
+	for i := range 2 {
+		resp, err := watch(adminToken)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("watch %d: %v %v", i, err, resp)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+	if resp, err := watch(adminToken); err != nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third watch of the same user: %v %v, want 429", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+	resp, err := watch(nodeAToken)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("another user's watch: %v %v", err, resp)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp, err := watch(nodeAToken); err != nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a fourth watch in all: %v %v, want 429", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+	// Reads are not held by watches.
+	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps", ""), 200)
 }

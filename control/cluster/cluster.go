@@ -266,6 +266,9 @@ func (s *Server) NodeAddrs() []string {
 	return out
 }
 
+// apiIdleTimeout is how long the API keeps a connection without a request.
+const apiIdleTimeout = 90 * time.Second
+
 // nodesKeyPrefix is where the store keeps the Nodes (registry's keys).
 const nodesKeyPrefix = "/registry/core/nodes/"
 
@@ -310,7 +313,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	if err != nil {
 		return fmt.Errorf("cluster: listen for the API on %s: %w", cfg.APIAddr, err)
 	}
-	srv := &http.Server{Handler: api, TLSConfig: servingTLS, ReadHeaderTimeout: 10 * time.Second,
+	// Idle connections close after a while: clients reconnect when they
+	// have something to ask, and a flood of idle ones does not stay.
+	srv := &http.Server{Handler: api, TLSConfig: servingTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: apiIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 3)
 	go func() { errc <- fmt.Errorf("cluster: API server: %w", srv.ServeTLS(apiLis, "", "")) }()
