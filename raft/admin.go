@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
@@ -13,17 +14,20 @@ import (
 
 // Status is a member's view of the cluster.
 type Status struct {
-	ID            uint64         `json:"id"`
-	ClusterID     uint64         `json:"clusterID"`
-	Name          string         `json:"name"`
-	Role          string         `json:"role"`
-	Leader        uint64         `json:"leader"`
-	Term          uint64         `json:"term"`
-	Commit        uint64         `json:"commit"`
-	Applied       uint64         `json:"applied"`
-	SnapshotIndex uint64         `json:"snapshotIndex"`
-	Revision      int64          `json:"revision"`
-	Members       []MemberStatus `json:"members"`
+	ID            uint64 `json:"id"`
+	ClusterID     uint64 `json:"clusterID"`
+	Name          string `json:"name"`
+	Role          string `json:"role"`
+	Leader        uint64 `json:"leader"`
+	Term          uint64 `json:"term"`
+	Commit        uint64 `json:"commit"`
+	Applied       uint64 `json:"applied"`
+	SnapshotIndex uint64 `json:"snapshotIndex"`
+	// LogBytes are the bytes of the entries the member holds in memory:
+	// those since its snapshot and the catch-up entries behind it.
+	LogBytes uint64         `json:"logBytes"`
+	Revision int64          `json:"revision"`
+	Members  []MemberStatus `json:"members"`
 }
 
 // MemberStatus is a member, whether this member has heard from it within
@@ -41,7 +45,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		st := Status{
 			ID: n.id, ClusterID: n.clusterID, Name: n.cfg.Name,
 			Role: roleName(rs), Leader: rs.Lead, Term: rs.Term, Commit: rs.Commit,
-			Applied: n.applied, SnapshotIndex: n.snapIndex, Revision: n.kv.Revision(),
+			Applied: n.applied, SnapshotIndex: n.snapIndex, Revision: n.kv.Revision(), LogBytes: n.logBytes(),
 		}
 		for _, m := range n.members.list() {
 			ms := MemberStatus{Member: m}
@@ -53,6 +57,27 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		}
 		return st
 	})
+}
+
+// logBytes are the bytes of the entries in the in-memory log.
+func (n *Node) logBytes() uint64 {
+	first, err := n.storage.FirstIndex()
+	if err != nil {
+		return 0
+	}
+	last, err := n.storage.LastIndex()
+	if err != nil || last < first {
+		return 0
+	}
+	ents, err := n.storage.Entries(first, last+1, math.MaxUint64)
+	if err != nil {
+		return 0
+	}
+	var size uint64
+	for _, e := range ents {
+		size += uint64(e.Size())
+	}
+	return size
 }
 
 func roleName(rs etcdraft.Status) string {

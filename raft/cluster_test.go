@@ -295,3 +295,45 @@ func TestWatchThroughNode(t *testing.T) {
 		t.Fatalf("watch saw %v, want [/w/a@1 /w/b@2]", got)
 	}
 }
+
+// TestCatchUpEntriesBoundedByBytes keeps the entries behind a snapshot
+// within CatchUpBytes, however few they are: large writes once kept
+// hundreds of megabytes in memory, bounded by count only.
+func TestCatchUpEntriesBoundedByBytes(t *testing.T) {
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 1, Tune: func(cfg *raft.Config) {
+		cfg.SnapshotEntries, cfg.SnapshotBytes, cfg.CatchUpEntries, cfg.CatchUpBytes = 10, 1<<20, 1000, 1<<20
+	}})
+	n := c.Node(c.IDs()[0])
+	value := string(make([]byte, 200<<10))
+	for i := range 60 {
+		if _, err := n.Propose(ctxT(t, 5*time.Second), put(fmt.Sprintf("big%02d", i), value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Small writes until a snapshot is past every large one: what stays
+	// of them is the catch-up entries.
+	for i := 0; ; i++ {
+		st, err := n.Status(ctxT(t, time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SnapshotIndex > 61 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("no snapshot past the large writes after %d small ones (snapshot at %d)", i, st.SnapshotIndex)
+		}
+		if _, err := n.Propose(ctxT(t, 5*time.Second), put(fmt.Sprintf("small%04d", i), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := n.Status(ctxT(t, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 MiB and one entry at most, and small ones; without the bound,
+	// all sixty: 12 MiB.
+	if st.LogBytes > 3<<19 {
+		t.Errorf("%d bytes of entries in memory after 60 writes of 200 KiB, want at most 1.5 MiB", st.LogBytes)
+	}
+}

@@ -36,11 +36,13 @@ type Config struct {
 	// SnapshotBytes takes a snapshot after this many bytes of applied
 	// entries, or after as many bytes as the last snapshot had if that is
 	// more. Default 16 MiB. The in-memory log is bounded by the larger of
-	// the two, plus CatchUpEntries.
+	// the two, plus the catch-up entries.
 	SnapshotBytes uint64
 	// CatchUpEntries is how many entries are kept in memory behind a
-	// snapshot for slow followers. Default 5000.
+	// snapshot for slow followers, at most. Default 5000.
 	CatchUpEntries uint64
+	// CatchUpBytes bounds the bytes of those entries. Default 32 MiB.
+	CatchUpBytes uint64
 	// WALSegmentSize is the WAL's segment size. Default: the WAL's own.
 	WALSegmentSize int64
 
@@ -89,6 +91,9 @@ func (c *Config) validate() error {
 	}
 	if c.CatchUpEntries == 0 {
 		c.CatchUpEntries = 5000
+	}
+	if c.CatchUpBytes == 0 {
+		c.CatchUpBytes = 32 << 20
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}

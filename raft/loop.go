@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -330,6 +331,32 @@ func (n *Node) startSnapshot() {
 	}()
 }
 
+// catchUpCompaction is the index up to which the in-memory log goes once
+// a snapshot at index is written: behind it stay CatchUpEntries entries
+// for slow followers, at most, and CatchUpBytes of them, at most. 0:
+// nothing to drop.
+func (n *Node) catchUpCompaction(index uint64) uint64 {
+	var upTo uint64
+	if index > n.cfg.CatchUpEntries {
+		upTo = index - n.cfg.CatchUpEntries
+	}
+	first, err := n.storage.FirstIndex()
+	if err != nil || first > index {
+		return upTo
+	}
+	ents, err := n.storage.Entries(max(first, upTo+1), index+1, math.MaxUint64)
+	if err != nil {
+		return upTo
+	}
+	var size uint64
+	for i := len(ents) - 1; i >= 0; i-- {
+		if size += uint64(ents[i].Size()); size > n.cfg.CatchUpBytes {
+			return max(upTo, ents[i].Index)
+		}
+	}
+	return upTo
+}
+
 // finishSnapshot records a written snapshot in the WAL and in memory, then
 // compacts the in-memory log and releases WAL segments and old snapshots.
 func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) {
@@ -354,8 +381,8 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) 
 		return
 	}
 	n.snapIndex, n.lastSnapSize = index, uint64(len(snap.Data))
-	if index > n.cfg.CatchUpEntries {
-		if err := n.storage.Compact(index - n.cfg.CatchUpEntries); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
+	if upTo := n.catchUpCompaction(index); upTo > 0 {
+		if err := n.storage.Compact(upTo); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
 			n.fail(fmt.Errorf("raft: compact log: %w", err))
 			return
 		}

@@ -159,13 +159,16 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 	}
 
 	rc := &etcdraft.Config{
-		ID:                        n.id,
-		ElectionTick:              cfg.ElectionTicks,
-		HeartbeatTick:             cfg.HeartbeatTicks,
-		Storage:                   n.storage,
-		Applied:                   n.applied,
-		MaxSizePerMsg:             1 << 20,
-		MaxInflightMsgs:           256,
+		ID:              n.id,
+		ElectionTick:    cfg.ElectionTicks,
+		HeartbeatTick:   cfg.HeartbeatTicks,
+		Storage:         n.storage,
+		Applied:         n.applied,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+		// Bytes bound memory where counts do not: a follower's messages in
+		// flight, and proposals not committed yet.
+		MaxInflightBytes:          32 << 20,
 		MaxUncommittedEntriesSize: 64 << 20,
 		MaxCommittedSizePerReady:  8 << 20,
 		CheckQuorum:               true,
