@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +24,7 @@ import (
 )
 
 // storeOfOne is a store of one member, and its registry.
-func storeOfOne(t *testing.T) (*Server, *registry.Store) {
+func storeOfOne(t testing.TB) (*Server, *registry.Store) {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	n := c.Node(c.IDs()[0])
@@ -177,4 +180,43 @@ func TestLoadIdentityAfterCrash(t *testing.T) {
 	if err != nil || again.Token != got.Token {
 		t.Errorf("loaded again: %v, token %v, want %v", err, again.Token, got.Token)
 	}
+}
+
+// FuzzJoin sends the join endpoint what a board on the LAN may: any body
+// with the cluster's token. Nothing panics, and the answer is a client
+// error or a join; requests that would add a store member are left out
+// (the in-memory store has no transport for one).
+func FuzzJoin(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"pi4","role":"agent","release":"0.2"}`,
+		`{"name":"PI4","role":"agent"}`,
+		`{"name":"pi4","role":"agent","release":"9.9"}`,
+		`{"name":"","role":"server"}`,
+		`{"name":"localhost","role":"agent","release":"0.2"}`,
+		`{"name":"pi5","role":"agent","release":"0.1"}`,
+		`[1,2,3]`,
+		`{"name":"pi4","role":"agent","release":"0.2"}{"trailing":true}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	srv, _ := storeOfOne(f)
+	id, err := NewIdentity(f.TempDir(), time.Now())
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := &joinHandler{node: srv.node, id: id, gossipKey: make([]byte, 32), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		members: &membership{node: srv.node}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req wire.JoinRequest
+		if json.Unmarshal(body, &req) == nil && req.Role == wire.RoleServer && req.RaftAddr != "" && req.APIAddr != "" {
+			return
+		}
+		r := httptest.NewRequest(http.MethodPost, wire.JoinPath, bytes.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+id.Token.Secret)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 && w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%q: %d %s", body, w.Code, w.Body)
+		}
+	})
 }
