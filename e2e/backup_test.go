@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/isle-cluster/isle/control/backup"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/raft/storeapi"
 )
 
 // backupObjects are the objects the backup test checks: every one of them
@@ -104,7 +107,7 @@ spec:
 
 	// Saved on pi2, through its loopback store address, while the cluster runs.
 	file := filepath.Join(t.TempDir(), "cluster.snapshot")
-	out, err := exec.Command("ip", "netns", "exec", "isle-pi2", isl.bin, "snapshot", "save", file).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", "isle-pi2", isl.bin, "snapshot", "save", file, "--socket", isl.adminSocket("pi2")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("isle snapshot save on pi2: %v\n%s", err, out)
 	}
@@ -190,7 +193,7 @@ spec:
 	// The other servers joined afresh: three voters again, under a new
 	// cluster ID; the agent kept its credential.
 	waitFor(t, 2*time.Minute, "three store voters", func() bool {
-		out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "store", "status", "--json").Output()
+		out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "store", "status", "--json", "--socket", isl.adminSocket("pi1")).Output()
 		if err != nil {
 			return false
 		}
@@ -285,7 +288,7 @@ func TestForceNewCluster(t *testing.T) {
 	f2 := bs.add("f2", "server", "127.0.0.72", "--join", "127.0.0.71", "--token", bs.token)
 	f3 := bs.add("f3", "server", "127.0.0.73", "--join", "127.0.0.71", "--token", bs.token)
 	voters := func(b *board) (int, string) {
-		out, err := bs.run("store", "status", "--json", "--server", b.addr+":6444")
+		out, err := bs.run("store", "status", "--json", "--socket", b.socket())
 		if err != nil {
 			return 0, ""
 		}
@@ -332,7 +335,7 @@ func TestForceNewCluster(t *testing.T) {
 		}
 	})
 	// isle snapshot save works on loopback too (the store address given).
-	if out, err := bs.run("snapshot", "save", filepath.Join(t.TempDir(), "f3.snapshot"), "--server", f3.addr+":6444"); err != nil {
+	if out, err := bs.run("snapshot", "save", filepath.Join(t.TempDir(), "f3.snapshot"), "--socket", f3.socket()); err != nil {
 		t.Fatalf("snapshot save on f3: %v\n%s", err, out)
 	}
 
@@ -378,5 +381,49 @@ func TestForceNewCluster(t *testing.T) {
 	})
 	if log, _ := os.ReadFile(f1.logPath); !strings.Contains(string(log), "not forcing a new cluster again") {
 		t.Error("f1 did not say why it ignored --force-new-cluster")
+	}
+}
+
+// TestAdminSocketClosed probes a server's administration API as the issue
+// of the store's open debug API did: it is a unix socket only root may
+// open, nothing answers on the old loopback TCP port, and without --debug
+// the store's keys and the profiles are not served.
+func TestAdminSocketClosed(t *testing.T) {
+	requireRoot(t)
+	bs := newBoards(t)
+	s1 := bs.add("s1", "server", "127.0.0.61", "--init")
+	bs.waitToken(s1)
+	sock := s1.socket()
+	waitFor(t, 30*time.Second, "the admin socket answering", func() bool {
+		_, err := bs.run("store", "status", "--socket", sock)
+		return err == nil
+	})
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the admin socket: %v, mode %v; want a socket of mode 0600", err, fi.Mode())
+	}
+	// A user other than root: the kernel refuses the connection.
+	out, err := exec.Command("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", bs.bin, "store", "status", "--socket", sock).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("isle store status as nobody: %v\n%s\nwant permission denied", err, out)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.61:6444", time.Second); err == nil {
+		c.Close()
+		t.Error("something answers on 127.0.0.61:6444, the old store address")
+	}
+	// Without --debug: no keys, no profiles.
+	if out, err := bs.run("store", "get", "/registry/core/secrets/kube-system/x", "--socket", sock); err == nil || !strings.Contains(out, "--debug") {
+		t.Errorf("isle store get without --debug: %v\n%s\nwant a refusal naming --debug", err, out)
+	}
+	if out, err := bs.run("store", "put", "/registry/x", "v", "--socket", sock); err == nil || !strings.Contains(out, "--debug") {
+		t.Errorf("isle store put without --debug: %v\n%s\nwant a refusal naming --debug", err, out)
+	}
+	resp, err := (&http.Client{Transport: storeapi.UnixTransport(sock)}).Get("http://isle/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without --debug: %s, want 404", resp.Status)
 	}
 }

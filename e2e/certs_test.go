@@ -118,7 +118,7 @@ func TestCertRenewal(t *testing.T) {
 	}
 
 	// The metric, on the first server's /metrics.
-	resp, err := http.Get("http://" + c.members[0].storeAddr + "/metrics")
+	resp, err := http.Get("http://" + c.members[0].metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,14 +242,14 @@ spec:
 
 	isl.board(t, "stop", "pi3")
 	rotate := func(args ...string) string {
-		out, err := exec.Command("ip", append([]string{"netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca"}, args...)...).CombinedOutput()
+		out, err := exec.Command("ip", append([]string{"netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca", "--socket", isl.adminSocket("pi1")}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("isle certs rotate-ca %v: %v\n%s", args, err, out)
 		}
 		return string(out)
 	}
 	t.Logf("%s", rotate("--no-wait"))
-	if out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca", "--no-wait").CombinedOutput(); err == nil ||
+	if out, err := exec.Command("ip", "netns", "exec", "isle-pi1", isl.bin, "certs", "rotate-ca", "--no-wait", "--socket", isl.adminSocket("pi1")).CombinedOutput(); err == nil ||
 		!strings.Contains(string(out), "under way") {
 		t.Errorf("a second rotation while one is under way: %v\n%s\nwant a refusal saying one is under way", err, out)
 	}

@@ -61,7 +61,8 @@ type storeCluster struct {
 
 type member struct {
 	name, bin, dir    string
-	storeAddr         string
+	adminSocket       string // the store's status and keys (--debug)
+	metricsAddr       string
 	apiPort, raftPort int
 	gossipPort        int
 	join, token       string
@@ -77,14 +78,14 @@ func (m *member) apiAddr() string { return "127.0.0.1:" + strconv.Itoa(m.apiPort
 // gossipAddr is where other boards join the cluster through this one.
 func (m *member) gossipAddr() string { return "127.0.0.1:" + strconv.Itoa(m.gossipPort) }
 
-func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.storeAddr, nil) }
+func (m *member) client() *storeapi.Client { return storeapi.NewClient(m.adminSocket, nil) }
 
 // start runs the member's process (the same command line every time: a
 // restarted member ignores --init/--join).
 func (m *member) start(t *testing.T) {
 	t.Helper()
 	args := []string{"server", "--name", m.name, "--data-dir", m.dir, "--address", "127.0.0.1",
-		"--store-addr", m.storeAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort),
+		"--admin-socket", m.adminSocket, "--debug", "--metrics-addr", m.metricsAddr, "--api-port", strconv.Itoa(m.apiPort), "--raft-port", strconv.Itoa(m.raftPort),
 		"--gossip-port", strconv.Itoa(m.gossipPort), "--config", ""}
 	if !slices.Contains(m.extra, "--containerd") {
 		// A control-plane test: no pods run; the LEDs' state file goes
@@ -117,7 +118,7 @@ func (m *member) start(t *testing.T) {
 			if len(b) > 4000 {
 				b = b[len(b)-4000:]
 			}
-			t.Fatalf("%s does not answer on %s after 20 s (%v); its log ends with:\n%s", m.name, m.storeAddr, err, b)
+			t.Fatalf("%s does not answer on %s after 20 s (%v); its log ends with:\n%s", m.name, m.adminSocket, err, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -147,9 +148,10 @@ func startStore(t *testing.T, bin string, n int, extra ...string) *storeCluster 
 	for i := 0; i < n; i++ {
 		m := &member{
 			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
-			storeAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-			apiPort:   freePort(t), raftPort: freePort(t), gossipPort: freePort(t), extra: extra,
+			metricsAddr: "127.0.0.1:" + strconv.Itoa(freePort(t)),
+			apiPort:     freePort(t), raftPort: freePort(t), gossipPort: freePort(t), extra: extra,
 		}
+		m.adminSocket = filepath.Join(m.dir, "admin.sock")
 		if i > 0 {
 			m.join = c.members[0].gossipAddr()
 			tok, err := os.ReadFile(filepath.Join(c.members[0].dir, "token"))

@@ -179,6 +179,12 @@ func (i *testIsland) podNetns(p *corev1.Pod) string {
 	return filepath.Join(i.dir, p.Spec.NodeName, "run", "netns", string(p.UID))
 }
 
+// adminSocket is the admin socket of a server board (in its run
+// directory).
+func (i *testIsland) adminSocket(board string) string {
+	return filepath.Join(i.dir, board, "run", "admin.sock")
+}
+
 // boardNetns is a board's own network namespace.
 func boardNetns(name string) string { return "/run/netns/isle-" + name }
 

@@ -39,6 +39,9 @@ type board struct {
 	exited           chan struct{}
 }
 
+// socket is the admin socket of a server board (in its run directory).
+func (b *board) socket() string { return filepath.Join(b.dir, "run", "admin.sock") }
+
 func (b *board) start(t *testing.T) {
 	t.Helper()
 	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -121,7 +124,7 @@ func (bs *boards) addWithEnv(env []string, name, role, addr string, args ...stri
 	b.args = append([]string{"--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none",
 		"--run-dir", filepath.Join(b.dir, "run"), "--config", ""}, args...)
 	if role == "server" {
-		b.args = append(b.args, "--store-addr", addr+":6444")
+		b.args = append(b.args, "--metrics-addr", addr+":10249")
 	}
 	bs.all = append(bs.all, b)
 	b.start(bs.t)

@@ -219,7 +219,7 @@ func TestServiceTraffic(t *testing.T) {
 				t.Fatalf("from pi1 itself through the Service: %v", err)
 			}
 		}
-		body, err := httpGet(boardNetns("pi1"), "http://127.0.0.1:6444/metrics")
+		body, err := httpGet(boardNetns("pi1"), "http://127.0.0.1:10249/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ join later need (the old one's CA hash no longer matches).`,
 			return waitRotation(ctx, out, addr)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "server", "127.0.0.1:6444", "store address of the server to ask (its --store-addr)")
+	adminSocketFlag(cmd.Flags(), &addr)
 	cmd.Flags().BoolVar(&status, "status", false, "show the rotation under way (or the last one) and whom it waits for")
 	cmd.Flags().BoolVar(&nowait, "no-wait", false, "start the rotation and return")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long to wait for the rotation to end")
@@ -68,24 +68,18 @@ join later need (the old one's CA hash no longer matches).`,
 // (GET) or to start one (POST).
 func caRotation(ctx context.Context, method, addr string) (wire.CARotationStatus, error) {
 	var st wire.CARotationStatus
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+cluster.CARotationPath, nil)
+	code, b, err := adminDo(ctx, method, addr, cluster.CARotationPath)
 	if err != nil {
 		return st, fmt.Errorf("rotate-ca: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("rotate-ca: %w (is a server running here with --store-addr %s?)", err, addr)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
+	if code/100 != 2 {
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return st, fmt.Errorf("rotate-ca: %s", e.Error)
 		}
-		return st, fmt.Errorf("rotate-ca: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return st, fmt.Errorf("rotate-ca: HTTP %d: %s", code, strings.TrimSpace(string(b)))
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("rotate-ca: the server's answer: %w", err)

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,12 +18,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/control/cluster"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/raft"
+	"github.com/isle-cluster/isle/raft/storeapi"
 )
 
 // serverFlags are the flags of `isle server`.
@@ -38,7 +43,10 @@ type serverFlags struct {
 	address         string
 	apiPort         int
 	raftPort        int
-	storeAddr       string
+	storeAddr       string // gone: warned of
+	adminSocket     string
+	debug           bool
+	metricsAddr     string
 	logLevel        string
 	memLimit        string
 	snapshot        cluster.SnapshotTuning
@@ -82,7 +90,11 @@ ignored, so the same command line works after a reboot.`,
 	fl.BoolVar(&f.mdns, "mdns", true, "advertise the cluster by multicast DNS on the LAN interface of --address, and find it there when joining without --join")
 	fl.DurationVar(&f.nodeGrace, "node-monitor-grace-period", 40*time.Second, "how long a new leader waits to hear a board in gossip before it marks its Node NotReady")
 	fl.DurationVar(&f.removeDeadAfter, "remove-dead-after", 0, "remove a voting server whose board has been dead this long, so a standby takes its place (0: never; use isle member remove)")
-	fl.StringVar(&f.storeAddr, "store-addr", "127.0.0.1:6444", "address of the store's debugging API, /metrics and /debug/pprof (keep it on loopback; empty: off)")
+	fl.StringVar(&f.adminSocket, "admin-socket", "", "unix socket of the server's administration API (isle store, isle snapshot save, isle certs rotate-ca), which only root may open (default: RUN-DIR/"+adminSocketName+")")
+	fl.BoolVar(&f.debug, "debug", false, "also serve the store's keys and /debug/pprof on the admin socket (they go past every check of the API server)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "address (host:port) to serve Prometheus /metrics on, such as 127.0.0.1:10249; empty: off")
+	fl.StringVar(&f.storeAddr, "store-addr", "", "gone: the administration API is --admin-socket, /metrics --metrics-addr")
+	_ = fl.MarkHidden("store-addr")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
@@ -136,10 +148,13 @@ func (f *serverFlags) validate() error {
 	if err := checkJoinAddrs(f.join); err != nil {
 		return err
 	}
-	if f.storeAddr != "" {
-		if _, port, err := net.SplitHostPort(f.storeAddr); err != nil || port == "" || port == "0" {
-			return fmt.Errorf("--store-addr %q: want host:port with a fixed port", f.storeAddr)
+	if f.metricsAddr != "" {
+		if _, port, err := net.SplitHostPort(f.metricsAddr); err != nil || port == "" || port == "0" {
+			return fmt.Errorf("--metrics-addr %q: want host:port with a fixed port", f.metricsAddr)
 		}
+	}
+	if f.adminSocket != "" && !filepath.IsAbs(f.adminSocket) {
+		return fmt.Errorf("--admin-socket %q: want an absolute path", f.adminSocket)
 	}
 	switch {
 	case f.init && len(f.join) > 0:
@@ -181,20 +196,53 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	if f.storeAddr != "" {
+		log.Warn("--store-addr is no longer served: the administration API is the unix socket --admin-socket, /metrics is on --metrics-addr; ignored", "store-addr", f.storeAddr)
+	}
+	if f.adminSocket == "" {
+		f.adminSocket = filepath.Join(f.node.runDir, adminSocketName)
+	}
 	if f.vip == f.address {
 		return fmt.Errorf("server: --vip %s is this board's own address: want a free IPv4 address on the boards' LAN", f.vip)
 	}
 	return board.Run(ctx, board.Config{Agent: node,
 		DataDir: f.dataDir, Name: f.name, Init: f.init, Join: f.join, Token: f.token,
-		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns,
+		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns, MetricsAddr: f.metricsAddr,
 		Version: version, Commit: commit, Logger: log, Clock: clk,
 		Server: &cluster.Config{
 			RemoveDeadAfter: f.removeDeadAfter, NodeGrace: f.nodeGrace, VIP: optionalAddr(f.vip),
-			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), StoreAddr: f.storeAddr, Snapshot: f.snapshot,
+			RaftAddr: hostPort(f.raftPort), APIAddr: hostPort(f.apiPort), AdminSocket: f.adminSocket, Debug: f.debug, Snapshot: f.snapshot,
 			LeafValidity: f.certValidity,
 			Backups:      f.backups, Boot: raft.Bootstrap{ForceNewCluster: f.forceNewCluster},
 		},
 	})
+}
+
+// adminSocketName is the admin socket's name in the run directory.
+const adminSocketName = "admin.sock"
+
+// defaultAdminSocket is where the commands that ask a server find it.
+const defaultAdminSocket = "/run/isle/" + adminSocketName
+
+// adminSocketFlag adds --socket, the admin socket of the server to ask.
+func adminSocketFlag(fl *pflag.FlagSet, socket *string) {
+	fl.StringVar(socket, "socket", defaultAdminSocket, "admin socket of the server to ask (its --admin-socket; run as root)")
+}
+
+// adminDo asks the server's admin API at socket for path (method GET or
+// POST), and returns the answer's status and body.
+func adminDo(ctx context.Context, method, socket, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://isle"+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := (&http.Client{Transport: storeapi.UnixTransport(socket)}).Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w (is a server running here, with its admin socket at %s? it takes root)", err, socket)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	return resp.StatusCode, b, err
 }
 
 // checkJoinAddrs checks --join addresses: host or host:port each.

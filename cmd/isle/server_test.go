@@ -16,7 +16,7 @@ import (
 
 func TestServerFlagsValidate(t *testing.T) {
 	ok := func() serverFlags {
-		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, storeAddr: "127.0.0.1:6444", memLimit: "40Mi",
+		return serverFlags{init: true, name: "pi1", address: "10.0.0.1", apiPort: 6443, raftPort: 6445, gossipPort: 7946, nodeGrace: 40 * time.Second, memLimit: "40Mi",
 			backups: cluster.BackupSchedule{Interval: 12 * time.Hour, Keep: 5}, node: defaultNodeFlags()}
 	}
 	cases := []struct {
@@ -37,8 +37,10 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"not an address", func(f *serverFlags) { f.address = "pi1.local" }, "--address"},
 		{"port out of range", func(f *serverFlags) { f.apiPort = 70000 }, "--api-port"},
 		{"same ports", func(f *serverFlags) { f.raftPort = 6443 }, "two ports"},
-		{"store port zero", func(f *serverFlags) { f.storeAddr = "127.0.0.1:0" }, "--store-addr"},
-		{"store off", func(f *serverFlags) { f.storeAddr = "" }, ""},
+		{"metrics port zero", func(f *serverFlags) { f.metricsAddr = "127.0.0.1:0" }, "--metrics-addr"},
+		{"metrics on loopback", func(f *serverFlags) { f.metricsAddr = "127.0.0.1:10249" }, ""},
+		{"relative admin socket", func(f *serverFlags) { f.adminSocket = "admin.sock" }, "--admin-socket"},
+		{"the old store address, ignored", func(f *serverFlags) { f.storeAddr = "127.0.0.1:6444" }, ""},
 		{"memory limit off", func(f *serverFlags) { f.memLimit = "0" }, ""},
 		{"memory limit not a size", func(f *serverFlags) { f.memLimit = "lots" }, "--memory-limit"},
 		{"negative memory limit", func(f *serverFlags) { f.memLimit = "-1Mi" }, "--memory-limit"},

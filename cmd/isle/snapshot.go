@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -42,7 +41,7 @@ func newSnapshotSaveCommand() *cobra.Command {
 		Long: `Write a backup of the running cluster to FILE. Run it on any server: the
 server takes the store at one revision that holds every write acknowledged
 before the command (the cluster goes on meanwhile) and hands it over on its
-loopback store address (--store-addr of isle server).`,
+admin socket (--admin-socket of isle server), which takes root.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -56,29 +55,20 @@ loopback store address (--store-addr of isle server).`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&addr, "server", "127.0.0.1:6444", "store address of the server to ask (its --store-addr)")
+	adminSocketFlag(cmd.Flags(), &addr)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the backup")
 	return cmd
 }
 
-// snapshotSave fetches a backup from the server's store address, checks
+// snapshotSave fetches a backup from the server's admin socket, checks
 // it, and writes it to path atomically.
 func snapshotSave(ctx context.Context, addr, path string) (backup.Header, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+cluster.BackupPath, nil)
+	code, data, err := adminDo(ctx, http.MethodGet, addr, cluster.BackupPath)
 	if err != nil {
 		return backup.Header{}, 0, fmt.Errorf("snapshot save: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return backup.Header{}, 0, fmt.Errorf("snapshot save: %w (is a server running here with --store-addr %s?)", err, addr)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return backup.Header{}, 0, fmt.Errorf("snapshot save: read the backup: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return backup.Header{}, 0, fmt.Errorf("snapshot save: the server at %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(data)))
+	if code != http.StatusOK {
+		return backup.Header{}, 0, fmt.Errorf("snapshot save: the server at %s answered %d: %s", addr, code, strings.TrimSpace(string(data)))
 	}
 	f, err := backup.Parse(path, data)
 	if err != nil {

@@ -22,7 +22,7 @@ func newStoreCommand() *cobra.Command {
 		Use:   "store",
 		Short: "Inspect and debug the replicated store of a running server",
 	}
-	cmd.PersistentFlags().StringVar(&addr, "server", "127.0.0.1:6444", "store address of the member to ask")
+	adminSocketFlag(cmd.PersistentFlags(), &addr)
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for an answer")
 	client := func(cmd *cobra.Command) (*storeapi.Client, context.Context, context.CancelFunc) {
 		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)

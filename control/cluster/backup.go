@@ -22,7 +22,7 @@ import (
 )
 
 // BackupPath serves a backup of the store, on the store's loopback
-// address (StoreAddr) only: `isle snapshot save` fetches it there.
+// socket (AdminSocket) only: `isle snapshot save` fetches it there.
 const BackupPath = "/backup/v1/snapshot"
 
 // BackupSchedule makes a server write backups on its own (isle server

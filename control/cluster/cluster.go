@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -24,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/control/apiserver"
@@ -74,9 +74,12 @@ type Config struct {
 	// host:port other servers and clients reach it at (default APIAddr).
 	APIAddr      string
 	APIAdvertise string
-	// StoreAddr serves the store's debugging API and backups (BackupPath)
-	// (keep it on loopback); empty: not served.
-	StoreAddr string
+	// AdminSocket is the path of the unix socket (mode 0600) of the
+	// server's administration API: the store's status and membership,
+	// backups (BackupPath), the CA's replacement (CARotationPath); with
+	// Debug also the store's keys and /debug/pprof. Empty: not served.
+	AdminSocket string
+	Debug       bool
 	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
 	ServiceCIDR netip.Prefix
 	// ClusterDNS is the cluster DNS's Service address (default: ClusterDNS
@@ -86,8 +89,8 @@ type Config struct {
 	// Version and Commit of isle, for /version.
 	Version, Commit string
 	Logger          *slog.Logger
-	// Metrics registers the control plane's metrics and serves them all
-	// (StoreAddr's /metrics). Required.
+	// Metrics registers the control plane's metrics (the board serves them
+	// on its metrics address). Required.
 	Metrics *prometheus.Registry
 	// Snapshot tunes when the store snapshots (zero values: the store's
 	// defaults).
@@ -266,6 +269,35 @@ func (s *Server) NodeAddrs() []string {
 	return out
 }
 
+// listenAdmin listens on the unix socket at path, which only the owner
+// (root) may open; a socket left by a server that crashed is replaced.
+func listenAdmin(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), directoryMode); err != nil {
+		return nil, fmt.Errorf("cluster: admin socket: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("cluster: admin socket %s: a file that is not a socket is in the way", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("cluster: admin socket %s: another server answers on it (is this data directory's server running already?)", path)
+		}
+		_ = os.Remove(path)
+	}
+	// Connecting takes write permission on the socket, which the usual
+	// umask gives the owner alone; 0600 then takes read from the rest.
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("cluster: admin socket: %w", err)
+	}
+	return lis, nil
+}
+
 // apiIdleTimeout is how long the API keeps a connection without a request.
 const apiIdleTimeout = 90 * time.Second
 
@@ -329,18 +361,23 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		go func() { errc <- fmt.Errorf("cluster: API server on the VIP: %w", srv.ServeTLS(vipLis, "", "")) }()
 	}
 	defer shutdown(srv)
-	if cfg.StoreAddr != "" {
+	if cfg.AdminSocket != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/store/", storeapi.Handler(node, log))
+		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.HandleFunc(CARotationPath, rotator.handler)
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		// Profiles, for measuring memory and CPU on a board (loopback only, like the rest).
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		debug := &http.Server{Addr: cfg.StoreAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- fmt.Errorf("cluster: store API on %s: %w", cfg.StoreAddr, debug.ListenAndServe()) }()
-		defer shutdown(debug)
+		if cfg.Debug {
+			// Profiles, for measuring memory and CPU on a board.
+			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+			mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		}
+		lis, err := listenAdmin(cfg.AdminSocket)
+		if err != nil {
+			return err
+		}
+		admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- fmt.Errorf("cluster: admin API on %s: %w", cfg.AdminSocket, admin.Serve(lis)) }()
+		defer shutdown(admin)
 	}
 
 	go scheduleBackups(runCtx, node, id, cfg.Name, cfg.Backups, log)

@@ -288,7 +288,9 @@ func startIsle(s *State, b *Board, bin, token string) error {
 		"--registry-mirror", RegistryHost + "=http://" + s.RegistryAddr(), "--mdns=false", "--resolv-conf", s.resolvConf(),
 		// Simulated boards have virtual LEDs, never the machine's own, and
 		// no settings of the machine's own isle (/etc/isle/config.yaml).
-		"--led-ready", "virtual", "--led-activity", "virtual", "--config", ""}
+		"--led-ready", "virtual", "--led-activity", "virtual", "--config", "",
+		// /metrics on the board's own loopback (each board is a namespace).
+		"--metrics-addr", "127.0.0.1:10249"}
 	if b.Role == RoleServer {
 		args = append(args, "--vip", s.VIP.String())
 	}
@@ -384,9 +386,10 @@ Registry: %s (boards pull %s/NAME:TAG from it)
   export KUBECONFIG=%s
   kubectl get nodes -o wide
   ip netns exec isle-pi1 sh            # a shell on board pi1
+  isle store status --socket %s/pi1/run/admin.sock
   isle board kill|stop|start|restart|partition|heal NAME --dir %s
   isle down --dir %s
-`, s.APIServer(), s.RegistryAddr(), RegistryHost, s.Kubeconfig(), s.Dir, s.Dir)
+`, s.APIServer(), s.RegistryAddr(), RegistryHost, s.Kubeconfig(), s.Dir, s.Dir, s.Dir)
 }
 
 // openIsland takes the lock of the island in dir and reads its state.

@@ -18,7 +18,7 @@ import (
 func newAPI(t *testing.T) (*storeapi.Client, string) {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
-	srv := httptest.NewServer(storeapi.Handler(c.Node(c.IDs()[0]), slog.New(slog.NewTextHandler(io.Discard, nil))))
+	srv := httptest.NewServer(storeapi.Handler(c.Node(c.IDs()[0]), slog.New(slog.NewTextHandler(io.Discard, nil)), true))
 	t.Cleanup(srv.Close)
 	return storeapi.NewClient(srv.URL, nil), srv.URL
 }

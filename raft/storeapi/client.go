@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,18 +25,31 @@ type Client struct {
 	http *http.Client
 }
 
-// NewClient returns a client for the member at addr ("host:port" or a URL).
+// NewClient returns a client for the member at addr: the path of its
+// unix socket (starting with /), "host:port" or a URL.
 func NewClient(addr string, hc *http.Client) *Client {
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
 	if hc == nil {
 		hc = &http.Client{}
+	}
+	if strings.HasPrefix(addr, "/") {
+		hc.Transport, addr = UnixTransport(addr), "http://isle"
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
 	}
 	// A redirect is never an answer of the store API: following one could
 	// turn a PUT into a GET that looks like success.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Client{base: strings.TrimRight(addr, "/"), http: hc}
+}
+
+// UnixTransport is an HTTP transport to the unix socket at path, whatever
+// the request's host.
+func UnixTransport(path string) *http.Transport {
+	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
 }
 
 // Status returns the member's status.

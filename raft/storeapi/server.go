@@ -1,8 +1,9 @@
-// Package storeapi serves a store member's small debugging HTTP API
-// (status, keys, membership) and is its client: `isle store` uses it to
-// inspect a running member, and the store benchmark to write. It has no
-// authentication: servers bind it to loopback. (Servers join through the
-// API server's token-authenticated join protocol, not through this.)
+// Package storeapi serves a store member's small administration HTTP API
+// (status, membership, and with the raw keys, for debugging) and is its
+// client: `isle store` uses it to inspect a running member, and the store
+// benchmark to write. It has no authentication of its own: servers serve
+// it on a unix socket only root may open. (Servers join through the API
+// server's token-authenticated join protocol, not through this.)
 //
 // All bodies are JSON. Keys travel in the query, so any byte string is a key.
 //
@@ -35,15 +36,24 @@ import (
 // MaxValueSize bounds a value written through the API.
 const MaxValueSize = 1 << 20
 
-// Handler serves the store API of node.
-func Handler(node *raft.Node, log *slog.Logger) http.Handler {
+// Handler serves the store API of node; the keys (get, list, put,
+// delete), which go past every check of the API server, only with keys.
+func Handler(node *raft.Node, log *slog.Logger, keys bool) http.Handler {
 	s := &server{node: node, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /store/v1/status", s.status)
-	mux.HandleFunc("GET /store/v1/key", s.get)
-	mux.HandleFunc("GET /store/v1/kv", s.list)
-	mux.HandleFunc("PUT /store/v1/key", s.put)
-	mux.HandleFunc("DELETE /store/v1/key", s.del)
+	if keys {
+		mux.HandleFunc("GET /store/v1/key", s.get)
+		mux.HandleFunc("GET /store/v1/kv", s.list)
+		mux.HandleFunc("PUT /store/v1/key", s.put)
+		mux.HandleFunc("DELETE /store/v1/key", s.del)
+	} else {
+		off := func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusForbidden, Error{"the store's keys are served only with isle server --debug"})
+		}
+		mux.HandleFunc("/store/v1/key", off)
+		mux.HandleFunc("/store/v1/kv", off)
+	}
 	mux.HandleFunc("POST /store/v1/members/{id}/promote", s.promote)
 	mux.HandleFunc("DELETE /store/v1/members/{id}", s.removeMember)
 	mux.HandleFunc("POST /store/v1/leader", s.transferLeader)

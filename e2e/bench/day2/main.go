@@ -231,7 +231,8 @@ func (b *bench) snapshot(ctx context.Context, n int) (save, restore time.Duratio
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "cluster.snapshot")
 	began := time.Now()
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "exec", "isle-pi1", b.o.isle, "snapshot", "save", file).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "exec", "isle-pi1", b.o.isle, "snapshot", "save", file,
+		"--socket", filepath.Join(b.o.dir, "pi1", "run", "admin.sock")).CombinedOutput(); err != nil {
 		return 0, 0, 0, fmt.Errorf("isle snapshot save: %w: %s", err, out)
 	}
 	save = time.Since(began)

@@ -48,12 +48,7 @@ type board struct {
 	p                          *benchkit.Proc // nil while the board is down
 }
 
-func (b *board) metricsURL() string {
-	if b.role == "server" {
-		return "http://" + b.addr + ":6444/metrics"
-	}
-	return "http://" + b.addr + ":10249/metrics"
-}
+func (b *board) metricsURL() string { return "http://" + b.addr + ":10249/metrics" }
 
 // start runs the board; one started again after a kill appends to the
 // same log.
@@ -89,11 +84,7 @@ func run(bin string, idle time.Duration, trials, agents int) error {
 		b := &board{name: name, role: role, addr: addr, dir: filepath.Join(base, name), log: filepath.Join(base, name+".log")}
 		b.args = append([]string{bin, role, "--name", name, "--address", addr, "--data-dir", b.dir, "--containerd", "none",
 			"--run-dir", filepath.Join(b.dir, "run"), "--config", ""}, extra...)
-		if role == "server" {
-			b.args = append(b.args, "--store-addr", addr+":6444")
-		} else {
-			b.args = append(b.args, "--metrics-addr", addr+":10249")
-		}
+		b.args = append(b.args, "--metrics-addr", addr+":10249")
 		boards = append(boards, b)
 		return b, b.start()
 	}

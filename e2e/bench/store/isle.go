@@ -24,9 +24,11 @@ type isleCluster struct {
 }
 
 type isleMember struct {
-	name, storeAddr string
-	p               *benchkit.Proc
-	c               *storeapi.Client
+	name        string
+	metricsAddr string // /metrics (the store address of older binaries)
+	api         string // the store API: the admin socket, or that store address
+	p           *benchkit.Proc
+	c           *storeapi.Client
 }
 
 func (c *isleCluster) system() string { return "isle" }
@@ -47,7 +49,7 @@ func (c *isleCluster) put(ctx context.Context, i int, key string, value []byte) 
 func (c *isleCluster) metricsURLs() []string {
 	var us []string
 	for _, m := range c.members {
-		us = append(us, "http://"+m.storeAddr+"/metrics")
+		us = append(us, "http://"+m.metricsAddr+"/metrics")
 	}
 	return us
 }
@@ -55,8 +57,8 @@ func (c *isleCluster) metricsURLs() []string {
 func (c *isleCluster) fsyncMetric() string { return "isle_raft_wal_sync_seconds" }
 
 // startIsle starts b1 with --init, then b2 and b3 joining it, and waits
-// until all three are voters with a leader. ports: three store, three
-// raft, three API, three gossip.
+// until all three are voters with a leader. ports: three metrics (store
+// addresses of older binaries), three raft, three API, three gossip.
 func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *http.Client) (*isleCluster, error) {
 	c := &isleCluster{}
 	// A board that gossips joins through gossip, on a port of its own so
@@ -74,9 +76,18 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("start isle %s: %w", name, err)
 		}
-		m := &isleMember{name: name, storeAddr: "127.0.0.1:" + strconv.Itoa(ports[i])}
+		m := &isleMember{name: name, metricsAddr: "127.0.0.1:" + strconv.Itoa(ports[i])}
 		args := []string{"server", "--name", name, "--data-dir", dir, "--address", "127.0.0.1",
-			"--store-addr", m.storeAddr, "--raft-port", strconv.Itoa(ports[3+i]), "--api-port", strconv.Itoa(ports[6+i])}
+			"--raft-port", strconv.Itoa(ports[3+i]), "--api-port", strconv.Itoa(ports[6+i])}
+		// The writes go through the store API: on the admin socket with
+		// --debug; older binaries serve it and /metrics on --store-addr.
+		if bytes.Contains(help, []byte("--admin-socket")) {
+			m.api = filepath.Join(dir, "admin.sock")
+			args = append(args, "--admin-socket", m.api, "--debug", "--metrics-addr", m.metricsAddr)
+		} else {
+			m.api = m.metricsAddr
+			args = append(args, "--store-addr", m.metricsAddr)
+		}
 		if gossip {
 			args = append(args, "--gossip-port", strconv.Itoa(ports[9+i]))
 		}
@@ -96,7 +107,8 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 		if err != nil {
 			return nil, fmt.Errorf("start isle: %w", err)
 		}
-		m.p, m.c = p, storeapi.NewClient(m.storeAddr, hc)
+		own := *hc // a transport of its own for a socket
+		m.p, m.c = p, storeapi.NewClient(m.api, &own)
 		c.members = append(c.members, m)
 		err = benchkit.WaitFor(ctx, 30*time.Second, "isle "+name+" to answer", []*benchkit.Proc{p}, func(ctx context.Context) error {
 			_, err := m.c.Status(ctx)
@@ -110,7 +122,7 @@ func startIsle(ctx context.Context, ws *workspace, bin string, ports []int, hc *
 	if err != nil {
 		return nil, fmt.Errorf("start isle: %w", err)
 	}
-	slog.Info("isle ready", "store", c.members[0].storeAddr+" "+c.members[1].storeAddr+" "+c.members[2].storeAddr)
+	slog.Info("isle ready", "store", c.members[0].api+" "+c.members[1].api+" "+c.members[2].api)
 	return c, nil
 }
 

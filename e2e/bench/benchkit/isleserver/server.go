@@ -27,12 +27,12 @@ type Server struct {
 	// Name is --name, the server's board and Node name; default "isle-bench".
 	Name string
 
-	bin       string // the isle binary
-	dir       string // temporary directory: data/ and server.log
-	apiPort   int
-	storeAddr string // --store-addr: the store's debugging API and /metrics
-	proc      *benchkit.Proc
-	metrics   *http.Client // plain HTTP to storeAddr
+	bin         string // the isle binary
+	dir         string // temporary directory: data/ and server.log
+	apiPort     int
+	metricsAddr string // --metrics-addr (--store-addr of older binaries): /metrics
+	proc        *benchkit.Proc
+	metrics     *http.Client // plain HTTP to metricsAddr
 }
 
 // Run runs a benchmark of one server: it probes the environment with the
@@ -66,8 +66,8 @@ func (s *Server) apiURL() string { return "https://127.0.0.1:" + strconv.Itoa(s.
 
 func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
 
-// start runs the server on free loopback ports and waits until its store
-// answers on --store-addr.
+// start runs the server on free loopback ports and waits until it
+// answers on its metrics address.
 func (s *Server) start(ctx context.Context) error {
 	name := s.Name
 	if name == "" {
@@ -79,17 +79,22 @@ func (s *Server) start(ctx context.Context) error {
 		return fmt.Errorf("start server: %w", err)
 	}
 	s.apiPort = ports[0]
-	s.storeAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
+	s.metricsAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
 	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {
 		return fmt.Errorf("start server: %w", err)
 	}
 	args := []string{"server", "--init", "--name", name, "--data-dir", s.dataDir(),
-		"--address", "127.0.0.1", "--api-port", strconv.Itoa(s.apiPort), "--raft-port", strconv.Itoa(ports[1]),
-		"--store-addr", s.storeAddr}
+		"--address", "127.0.0.1", "--api-port", strconv.Itoa(s.apiPort), "--raft-port", strconv.Itoa(ports[1])}
 	// A server that gossips gets a free port of its own, so that a demo or
 	// another benchmark on the machine is no obstacle; older binaries,
-	// benchmarked for comparison, have no gossip.
+	// benchmarked for comparison, have no gossip, and serve /metrics on
+	// their store address.
 	help, _ := exec.CommandContext(ctx, s.bin, "server", "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("--admin-socket")) {
+		args = append(args, "--metrics-addr", s.metricsAddr, "--admin-socket", filepath.Join(s.dir, "admin.sock"))
+	} else {
+		args = append(args, "--store-addr", s.metricsAddr)
+	}
 	if bytes.Contains(help, []byte("--gossip-port")) {
 		args = append(args, "--gossip-port", strconv.Itoa(ports[3]))
 	}
@@ -103,7 +108,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.metrics = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	slog.Info("server started", "pid", s.proc.Pid(), "api", s.apiURL(), "store", s.storeAddr)
+	slog.Info("server started", "pid", s.proc.Pid(), "api", s.apiURL(), "metrics", s.metricsAddr)
 	return s.waitFor(ctx, "the store to answer", func(ctx context.Context) error {
 		_, err := s.Scrape(ctx)
 		return err
@@ -146,10 +151,9 @@ func (s *Server) waitFor(ctx context.Context, what string, cond func(context.Con
 	return benchkit.WaitFor(ctx, 30*time.Second, what, []*benchkit.Proc{s.proc}, cond)
 }
 
-// Scrape returns the samples of the server's /metrics page, served on its
-// store address.
+// Scrape returns the samples of the server's /metrics page.
 func (s *Server) Scrape(ctx context.Context) (map[string]float64, error) {
-	return benchkit.Scrape(ctx, s.metrics, "http://"+s.storeAddr+"/metrics")
+	return benchkit.Scrape(ctx, s.metrics, "http://"+s.metricsAddr+"/metrics")
 }
 
 // Memory is the server's memory at one moment, in bytes.
