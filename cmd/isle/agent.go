@@ -19,6 +19,7 @@ import (
 type agentFlags struct {
 	join        []string
 	token       string
+	tokenFile   string
 	dataDir     string
 	name        string
 	address     string
@@ -54,7 +55,8 @@ servers it saw last.`,
 	addConfigFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster; repeat or separate with commas for more")
-	fl.StringVar(&f.token, "token", "", "the cluster token (the first server printed it; it is in its DATA-DIR/token)")
+	fl.StringVar(&f.token, "token", "", "the cluster token (in the first server's DATA-DIR/token); on the command line every user of the board sees it: prefer --token-file")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the cluster token, which only its owner may read (mode 0600)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the board's credential and state")
 	fl.StringVar(&f.name, "name", "", "node name (default: the hostname)")
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at; auto: the address of the interface of its default route")
@@ -67,6 +69,9 @@ servers it saw last.`,
 }
 
 func (f *agentFlags) validate() error {
+	if err := takeTokenFile(&f.token, f.tokenFile); err != nil {
+		return err
+	}
 	if err := checkBoard(&f.name, &f.address); err != nil {
 		return err
 	}
@@ -92,6 +97,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	warnTokenArgument(os.Args, log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var node agent.Config

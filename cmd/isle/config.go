@@ -63,6 +63,9 @@ func readConfigFile(path string) (*yaml.Node, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := checkPrivate(f); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
 		return nil, err

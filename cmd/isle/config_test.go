@@ -260,7 +260,16 @@ func TestConfigFileBeforeRun(t *testing.T) {
 
 // TestDeployConfigExample keeps deploy/config.yaml a file isle agent takes.
 func TestDeployConfigExample(t *testing.T) {
-	fl, err := configure(t, newAgentCommand, "--config", filepath.Join("..", "..", "deploy", "config.yaml"))
+	// Installed as /etc/isle/config.yaml is, readable by its owner alone.
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := configure(t, newAgentCommand, "--config", path)
 	if err != nil {
 		t.Fatal(err)
 	}

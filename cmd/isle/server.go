@@ -33,6 +33,7 @@ type serverFlags struct {
 	init            bool
 	join            []string
 	token           string
+	tokenFile       string
 	gossipPort      int
 	removeDeadAfter time.Duration
 	nodeGrace       time.Duration
@@ -79,7 +80,8 @@ ignored, so the same command line works after a reboot.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.init, "init", false, "start a new cluster with this board as its first server")
 	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster to join; repeat or separate with commas for more")
-	fl.StringVar(&f.token, "token", "", "the cluster token (printed by the first server; in its DATA-DIR/token)")
+	fl.StringVar(&f.token, "token", "", "the cluster token (in the first server's DATA-DIR/token); on the command line every user of the board sees it: prefer --token-file")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the cluster token, which only its owner may read (mode 0600)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the store and the cluster's keys")
 	fl.StringVar(&f.name, "name", "", "server name (default: the hostname)")
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at; auto: the address of the interface of its default route")
@@ -111,6 +113,9 @@ ignored, so the same command line works after a reboot.`,
 }
 
 func (f *serverFlags) validate() error {
+	if err := takeTokenFile(&f.token, f.tokenFile); err != nil {
+		return err
+	}
 	if err := checkBoard(&f.name, &f.address); err != nil {
 		return err
 	}
@@ -162,7 +167,7 @@ func (f *serverFlags) validate() error {
 	case !f.init && len(f.join) == 0 && f.token != "" && !f.mdns:
 		return fmt.Errorf("--token without --join needs --mdns to find the cluster: give --join ADDR of any board")
 	case len(f.join) > 0 && f.token == "":
-		return fmt.Errorf("--join needs --token (the first server printed it; it is in its DATA-DIR/token)")
+		return fmt.Errorf("--join needs --token (--token-file: the first server keeps it in its DATA-DIR/token)")
 	}
 	return f.node.apply(&agent.Config{})
 }
@@ -175,6 +180,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	warnTokenArgument(os.Args, log)
 	if q := resource.MustParse(f.memLimit); q.Value() > 0 {
 		debug.SetMemoryLimit(q.Value())
 	}

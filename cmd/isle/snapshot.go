@@ -81,9 +81,9 @@ func snapshotSave(ctx context.Context, addr, path string) (backup.Header, int, e
 }
 
 func newSnapshotRestoreCommand() *cobra.Command {
-	var dataDir, token string
+	var dataDir, token, tokenFile string
 	cmd := &cobra.Command{
-		Use:   "restore FILE --token T",
+		Use:   "restore FILE --token-file F",
 		Short: "Make a new cluster from a backup, on one server's empty data directory",
 		Long: `Set up an empty data directory so that the server started on it next
 (isle server --data-dir DIR, without --init or --join) makes a new cluster
@@ -91,14 +91,18 @@ from the backup FILE: every object as it was, a new cluster ID, and this
 server as the only store member. The cluster keeps its CA and token: the
 agents keep working with their credentials, and the backup's other servers,
 with their data directories emptied, join the new cluster afresh
-(--join ADDR --token T) under their old names.
+(--join ADDR --token-file F) under their old names.
 
---token is the cluster's token (the backup's contents are encrypted with its
-secret). A directory in use by a running server, or holding one, is refused.`,
+--token-file is a file holding the cluster's token (the backup's contents
+are encrypted with its secret), readable by its owner alone; --token gives
+it on the command line, where every user of the board sees it. A directory in use by a running server, or holding one, is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := takeTokenFile(&token, tokenFile); err != nil {
+				return fmt.Errorf("snapshot restore: %w", err)
+			}
 			if token == "" {
-				return errors.New("snapshot restore: --token is required: the cluster token the backup was made with (in a server's DATA-DIR/token)")
+				return errors.New("snapshot restore: --token-file is required: a file with the cluster token the backup was made with (a server's DATA-DIR/token)")
 			}
 			tok, err := wire.ParseToken(token)
 			if err != nil {
@@ -110,12 +114,13 @@ secret). A directory in use by a running server, or holding one, is refused.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "prepared %s from %s (cluster %s, revision %d, taken %s by %s)\n"+
 				"start the server now: isle server --data-dir %s (with its usual --name and --address)\n"+
-				"then empty the data directories of the other servers (%s) and join them: isle server --join ADDR --token T\n",
+				"then empty the data directories of the other servers (%s) and join them: isle server --join ADDR --token-file F\n",
 				dataDir, args[0], h.ClusterID, h.Revision, h.Created.Format(time.RFC3339), h.Member, dataDir, strings.Join(h.Servers, ", "))
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of the server that makes the new cluster (empty or new)")
-	cmd.Flags().StringVar(&token, "token", "", "the cluster token the backup was made with")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the cluster token the backup was made with (mode 0600)")
+	cmd.Flags().StringVar(&token, "token", "", "the cluster token the backup was made with (prefer --token-file)")
 	return cmd
 }

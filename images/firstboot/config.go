@@ -306,7 +306,7 @@ func readToken(c *Config, v *yaml.Node) error {
 	}
 	t, err := wire.ParseToken(s) // its errors never show the secret
 	if err != nil {
-		return fmt.Errorf("not a cluster token (ISLE1::<CA hash>::<secret>, as the first server printed it): %w", err)
+		return fmt.Errorf("not a cluster token (ISLE1::<CA hash>::<secret>, as the first server keeps it in its /var/lib/isle/token): %w", err)
 	}
 	c.Token = t.String()
 	return nil
@@ -461,7 +461,7 @@ func (c *Config) validateRole() error {
 	case c.Init && c.Role != RoleServer:
 		return c.keyError("init", "only a server starts a cluster, and this board's role is %s (give role: server)", c.Role)
 	case c.Token == "" && !c.Init:
-		return c.keyError("token", "required to join the cluster (the first server printed it; it is in its /var/lib/isle/token); "+
+		return c.keyError("token", "required to join the cluster (the first server keeps it in its /var/lib/isle/token); "+
 			"after a first boot, isle firstboot moved it to %s: give it again to run it again", ConfigFile)
 	}
 	return nil

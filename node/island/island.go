@@ -300,7 +300,13 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	args = append(args, s.BoardFlags...)
 	switch {
 	case token != "":
-		args = append(args, "--join", s.Boards[0].Addr.String(), "--token", token)
+		// In a file only root reads, never on the command line, where
+		// every user sees it.
+		file := filepath.Join(s.boardDir(b.Name), "token")
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			return fmt.Errorf("island: %w", err)
+		}
+		args = append(args, "--join", s.Boards[0].Addr.String(), "--token-file", file)
 	case b == &s.Boards[0]:
 		args = append(args, "--init")
 	}
