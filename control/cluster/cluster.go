@@ -402,7 +402,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)
 	if cfg.Boot.NewCluster {
-		log.Info("cluster: new cluster started; join other boards with the token in "+filepath.Join(cfg.DataDir, tokenFile)+" (readable by root alone; never logged)")
+		log.Info("cluster: new cluster started; join other boards with the token in " + filepath.Join(cfg.DataDir, tokenFile) + " (readable by root alone; never logged)")
 	}
 
 	select {
