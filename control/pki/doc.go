@@ -1,7 +1,8 @@
 // Package pki holds the cluster's certificates and secrets for isle's API
 // server: the cluster CA and the certificates it issues, the join token,
-// encryption at rest of secrets kept in the replicated store, TLS
-// configurations, node bearer tokens and admin kubeconfigs.
+// sealing of the CA key (and of backups' contents), TLS configurations,
+// node bearer tokens and admin kubeconfigs. Secret objects are not
+// encrypted in the store's WAL and snapshots yet.
 //
 // It uses the standard library only (ECDSA P-256, X.509, HKDF-SHA256,
 // AES-256-GCM), plus sigs.k8s.io/yaml to write kubeconfigs.
