@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,11 @@ func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == membersPath && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, h.members.list())
 	case strings.HasPrefix(r.URL.Path, membersPath+"/") && r.Method == http.MethodDelete:
+		// The leader changes the store's membership: another server asks it.
+		if leader := h.leaderAddr(); leader != "" {
+			h.forward(ctx, w, r, leader)
+			return
+		}
 		h.members.serveRemove(ctx, w, strings.TrimPrefix(r.URL.Path, membersPath+"/"))
 	default:
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no isle endpoint %s %s", r.Method, r.URL.Path))
@@ -136,4 +142,44 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// leaderAddr is the API address of the store's leader when it is another
+// server, else "".
+func (h *joinHandler) leaderAddr() string {
+	lead := h.node.Leader()
+	if lead == 0 || lead == h.node.ID() {
+		return ""
+	}
+	for _, m := range h.node.Members() {
+		if m.ID == lead {
+			return m.ClientAddr
+		}
+	}
+	return ""
+}
+
+// forward sends r to the API server at addr (the leader), verified by the
+// cluster CA, and copies its answer back.
+func (h *joinHandler) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, addr string) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, "https://"+addr+r.URL.Path, nil)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	req.Header.Set("Authorization", r.Header.Get("Authorization"))
+	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: h.id.CA.Pool(), ServerName: wire.APIServerName}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("ask the leader (%s): %v", addr, err))
+		return
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, 1<<20))
+	h.log.Info("cluster: a member removal handed to the leader", "path", r.URL.Path, "leader", addr, "status", resp.StatusCode)
 }
