@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -56,9 +57,15 @@ func newInFlight(l Limits) *inFlight {
 		watches: map[string]int{}}
 }
 
-// admit takes a place for r of user, or answers why not; release gives it
-// back when the request is done.
-func (f *inFlight) admit(r *http.Request, user string) (release func(), err error) {
+// admit takes a place for r of u, or answers why not; release gives it
+// back when the request is done. Administrators (system:masters) are not
+// counted, as kube-apiserver's priority and fairness exempts them: a flood
+// from anyone else does not lock them out.
+func (f *inFlight) admit(r *http.Request, u *User) (release func(), err error) {
+	if slices.Contains(u.Groups, GroupMasters) {
+		return func() {}, nil
+	}
+	user := u.Name
 	switch {
 	case isWatch(r):
 		f.mu.Lock()

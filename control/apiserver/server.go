@@ -146,7 +146,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return "unauthorized", ""
 	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
-	release, err := s.inFlight.admit(r, u.Name)
+	release, err := s.inFlight.admit(r, u)
 	if err != nil {
 		s.writeError(w, r, err)
 		return "throttled", ""
