@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/control/apiserver"
@@ -298,6 +299,10 @@ func listenAdmin(path string) (net.Listener, error) {
 	return lis, nil
 }
 
+// maxAPIConns bounds the connections an API listener serves at once:
+// every board's agent holds one or two, kubectl and controllers a few.
+const maxAPIConns = 512
+
 // apiIdleTimeout is how long the API keeps a connection without a request.
 const apiIdleTimeout = 90 * time.Second
 
@@ -350,6 +355,10 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	srv := &http.Server{Handler: api, TLSConfig: servingTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: apiIdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 3)
+	// Connections served at once are bounded (the rest wait to be
+	// accepted): each holds memory, and a flood of them would take the
+	// board's.
+	apiLis = netutil.LimitListener(apiLis, maxAPIConns)
 	go func() { errc <- fmt.Errorf("cluster: API server: %w", srv.ServeTLS(apiLis, "", "")) }()
 	if cfg.VIP.IsValid() {
 		// Bound now, though the address is not here yet (IP_FREEBIND): it
@@ -358,6 +367,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		if err != nil {
 			return fmt.Errorf("cluster: listen for the API on the VIP: %w", err)
 		}
+		vipLis = netutil.LimitListener(vipLis, maxAPIConns)
 		go func() { errc <- fmt.Errorf("cluster: API server on the VIP: %w", srv.ServeTLS(vipLis, "", "")) }()
 	}
 	defer shutdown(srv)
