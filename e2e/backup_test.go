@@ -21,11 +21,15 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/isle-cluster/isle/control/backup"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft/storeapi"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // backupObjects are the objects the backup test checks: every one of them
@@ -436,7 +440,8 @@ func TestAdminSocketClosed(t *testing.T) {
 	}
 }
 
-// TestRequestFlood sends a server 2,000 slow requests at once with a
+// TestRequestFlood sends a server a JSON patch of chained copies, then
+// 2,000 slow requests at once with a
 // node's credential (lists at a revision not reached yet, which wait 3 s),
 // as the probe that found no bound did: some are answered 429 with
 // Retry-After, the server's memory grows by less than 64 MiB, and an
@@ -472,6 +477,26 @@ func TestRequestFlood(t *testing.T) {
 		return 0
 	}
 	before := rss()
+
+	// A JSON patch of chained copies, each doubling the object: it once
+	// drove a server past 3 GB. Now refused (422) once the copies add up
+	// to 3 MiB.
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "seed"},
+		Data: map[string]string{"a": strings.Repeat("x", 1024)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for i := range 40 {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/data","path":"/data/c%d"}`, i))
+	}
+	t0 := time.Now()
+	_, err = cs.CoreV1().ConfigMaps("default").Patch(context.Background(), "seed", types.JSONPatchType, []byte("["+strings.Join(ops, ",")+"]"), metav1.PatchOptions{})
+	if took := time.Since(t0); !apierrors.IsInvalid(err) || took > time.Second || !strings.Contains(err.Error(), "accumulated") {
+		t.Errorf("the chained copies: %v after %v, want a 422 naming the accumulated copies within a second", err, took)
+	}
+	if grow := rss() - before; grow > 64<<20 {
+		t.Errorf("the server's RSS grew by %d MiB with the chained copies, want under 64", grow>>20)
+	}
 
 	const n = 2000
 	codes := make(chan int, n)
