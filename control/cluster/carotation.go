@@ -32,8 +32,8 @@ import (
 const (
 	caRotationKey    = "/isle/ca-rotation"
 	caAppliedPrefix  = "/isle/ca-rotation-applied/"
-	CARotationPath   = "/ca-rotation" // on the store API: GET the status, POST to start
-	caRotationLookup = time.Second
+	CARotationPath   = "/ca-rotation" // on the admin socket: GET the status, POST to start
+	caRotationLookup = time.Second    // how often a server looks at the record
 )
 
 // caRotator applies the recorded rotation to this server, and on the
@@ -75,7 +75,7 @@ func (r *caRotator) run(ctx context.Context) {
 	for {
 		if err := r.step(ctx); err != nil && err.Error() != failed && ctx.Err() == nil {
 			failed = err.Error()
-			r.log.Error("cluster: CA replacement: "+err.Error(), "phase-of", caRotationKey)
+			r.log.Error("cluster: CA replacement stalled here; trying again every second", "err", err)
 		} else if err == nil {
 			failed = ""
 		}
@@ -208,8 +208,12 @@ func (r *caRotator) advance(ctx context.Context, rec wire.CARotation, rev int64,
 		ops = append(ops, kv.Op{Type: kv.OpPut, Key: caCertKey, Value: newKP.CertPEM, IfModRev: -1},
 			kv.Op{Type: kv.OpPut, Key: caKeySealedKey, Value: rec.NewKeySealed, IfModRev: -1})
 	}
-	if _, err := r.node.Propose(ctx, ops...); err != nil {
+	res, err := r.node.Propose(ctx, ops...)
+	if err != nil {
 		return fmt.Errorf("move on to %s: %w", next.Phase, err)
+	}
+	if !res.Succeeded {
+		return nil // the record changed meanwhile: the next step reads it again
 	}
 	if next.Phase != rec.Phase {
 		r.log.Info("cluster: CA replacement: next phase", "phase", next.Phase)
