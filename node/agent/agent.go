@@ -149,8 +149,12 @@ type Agent struct {
 	// none).
 	trust  *caTrust
 	stream *streamServer
-	// credMu serializes the changes of cfg.Credential (saveCredential).
+	// saved is the credential as saved in the data directory, which the
+	// agent changes (the servers it last saw, the CAs it trusts) under
+	// credMu; cfg.Credential stays as the agent started with it (its name
+	// and node token do not change).
 	credMu sync.Mutex
+	saved  wire.Credential
 }
 
 // Run registers the board's Node and keeps it until ctx ends.
@@ -169,6 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Credential.Name), facts: facts}
+	a.saved = cfg.Credential
 	if a.trust, err = newCATrust(cfg.Credential.CACert); err != nil {
 		return err
 	}
@@ -495,7 +500,7 @@ func (a *Agent) saveServers() {
 		addrs = append(addrs, net.JoinHostPort(m.Addr.Addr().String(), strconv.Itoa(int(m.Addr.Port()))))
 	}
 	a.credMu.Lock()
-	_, changed := a.cfg.Credential.WithServers(addrs)
+	_, changed := a.saved.WithServers(addrs)
 	a.credMu.Unlock()
 	if !changed {
 		return

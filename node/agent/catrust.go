@@ -178,11 +178,11 @@ func (a *Agent) checkCA(ctx context.Context, name string, stream *streamServer, 
 func (a *Agent) saveCredential(change func(*wire.Credential)) error {
 	a.credMu.Lock()
 	defer a.credMu.Unlock()
-	cred := a.cfg.Credential
+	cred := a.saved
 	change(&cred)
 	if err := cred.Save(a.cfg.DataDir); err != nil {
 		return err
 	}
-	a.cfg.Credential = cred
+	a.saved = cred
 	return nil
 }
