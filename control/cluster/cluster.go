@@ -51,6 +51,10 @@ type Config struct {
 	DataDir string
 	// Name is the server's name (its board's hostname). Required.
 	Name string
+	// DrainVIP, if set, makes the board stop taking new connections on
+	// the floating address before a leader that stops hands it on, until
+	// undo (the board's vip.Drain).
+	DrainVIP func() (undo func())
 	// Identity is the cluster's (LoadIdentity, NewIdentity or
 	// JoinedIdentity), and Boot how the store starts: a new cluster, a
 	// join, or (zero) a restart.
@@ -418,7 +422,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	select {
 	case <-ctx.Done():
 		log.Info("cluster: stopping")
-		handOff(srv, node, log)
+		handOff(srv, node, cfg.DrainVIP, log)
 		return nil
 	case <-node.Done():
 		return fmt.Errorf("cluster: store stopped: %w", node.Err())
@@ -494,12 +498,19 @@ func servingConfig(id Identity, cfg Config) (*pki.Leaf, *tls.Config, error) {
 // the floating address still leads here), then a leader hands leadership
 // on, which moves the floating address at once instead of after an
 // election timeout, and requests in flight get a moment to finish.
-func handOff(srv *http.Server, node *raft.Node, log *slog.Logger) {
+func handOff(srv *http.Server, node *raft.Node, drain func() (undo func()), log *slog.Logger) {
 	srv.SetKeepAlivesEnabled(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if node.Leader() != node.ID() {
 		return
+	}
+	// New connections to the floating address wait for the next leader;
+	// those this board has accepted finish first.
+	if drain != nil {
+		undo := drain()
+		defer undo()
+		time.Sleep(handOffDrain)
 	}
 	if err := node.HandOff(ctx); err != nil {
 		log.Warn("cluster: leadership not handed off before stopping", "err", err)

@@ -85,6 +85,9 @@ func Release(c Config) error {
 	if err != nil {
 		return err
 	}
+	if err := removeDrain(); err != nil {
+		return err
+	}
 	if err := netlink.AddrDel(l, c.addr(l)); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("vip: remove %v from %s: %w", c.VIP, l.Attrs().Name, err)
 	}

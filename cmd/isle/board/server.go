@@ -58,6 +58,20 @@ func runServer(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("cluster: --vip: %w", err)
 		}
 	}
+	if ccfg.VIP.IsValid() {
+		ccfg.DrainVIP = func() func() {
+			undo, err := vip.Drain(vipCfg)
+			if err != nil {
+				log.Warn("cluster: new connections to the floating address not held back before the hand-off", "err", err)
+				return func() {}
+			}
+			return func() {
+				if err := undo(); err != nil {
+					log.Warn("vip: drain not removed", "err", err)
+				}
+			}
+		}
+	}
 	ccfg.Lead = func(ctx context.Context) {
 		if l := cfg.Agent.LEDs; l != nil {
 			// The leader's readiness LED dips twice every few seconds.
