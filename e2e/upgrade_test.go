@@ -145,8 +145,14 @@ func TestRollingUpgrade(t *testing.T) {
 	for i, b := range order {
 		if b == leader && i == 2 {
 			// The release before this one does not hand leadership on when
-			// it stops; the README's upgrade procedure from it transfers
-			// leadership first, with that release's own command.
+			// it stops, nor hold back new connections to the floating
+			// address first; the README's upgrade procedure from it does
+			// both (isle vip drain of this release, then that release's
+			// transfer-leader).
+			if out, err := exec.Command("ip", "netns", "exec", "isle-"+leader, newBin, "vip", "drain", "--vip", vip).CombinedOutput(); err != nil {
+				t.Fatalf("isle vip drain on %s: %v\n%s", leader, err, out)
+			}
+			time.Sleep(time.Second)
 			to := ""
 			for _, m := range ms {
 				if m.Name == order[0] {

@@ -27,6 +27,7 @@ func newRootCommand() *cobra.Command {
 		newDownCommand(),
 		newBoardCommand(),
 		newStatusCommand(),
+		newVIPCommand(),
 		newUninstallCommand(),
 		newFirstbootCommand(),
 		newImageCommand(),

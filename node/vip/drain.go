@@ -46,6 +46,9 @@ func Drain(c Config) (undo func() error, err error) {
 	return removeDrain, nil
 }
 
+// Undrain removes a rule Drain added, if there is one.
+func Undrain() error { return removeDrain() }
+
 // removeDrain removes Drain's table, if there is one.
 func removeDrain() error {
 	conn := &nftables.Conn{}
