@@ -54,11 +54,7 @@ type statsPusher struct {
 }
 
 func newStatsPusher(cred wire.Credential, servers *servers, pods PodStats, log *slog.Logger) (*statsPusher, error) {
-	tlsCfg, err := servers.tlsConfig(cred)
-	if err != nil {
-		return nil, fmt.Errorf("agent: usage reports: %w", err)
-	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
+	tr := &http.Transport{TLSClientConfig: servers.tlsConfig(), MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * wire.ReportInterval}
 	if pods == nil {
 		pods = NoPodStats{}
 	}
