@@ -82,11 +82,12 @@ func (b *board) logTail() string {
 }
 
 type boards struct {
-	t     *testing.T
-	bin   string
-	logs  string
-	all   []*board
-	token string
+	t          *testing.T
+	bin        string
+	logs       string
+	all        []*board
+	token      string
+	agentToken string
 }
 
 // newBoards is a set of boards of the isle under test, killed when the
@@ -104,13 +105,16 @@ func newBoards(t *testing.T) *boards {
 	return bs
 }
 
-// waitToken waits for the token of the first server, which --init writes.
+// waitToken waits for the tokens of the first server, which --init
+// writes: the server token and the first agent token.
 func (bs *boards) waitToken(first *board) {
 	bs.t.Helper()
-	waitFor(bs.t, 20*time.Second, "the token", func() bool {
+	waitFor(bs.t, 20*time.Second, "the tokens", func() bool {
 		tok, err := os.ReadFile(filepath.Join(first.dir, "token"))
 		bs.token = strings.TrimSpace(string(tok))
-		return err == nil && bs.token != ""
+		atok, aerr := os.ReadFile(filepath.Join(first.dir, "agent-token"))
+		bs.agentToken = strings.TrimSpace(string(atok))
+		return err == nil && bs.token != "" && aerr == nil && bs.agentToken != ""
 	})
 }
 
@@ -162,7 +166,7 @@ func TestTenBoards(t *testing.T) {
 	prev := "127.0.0.13"
 	for i := 1; i <= 7; i++ {
 		addr := fmt.Sprintf("127.0.0.%d", 20+i)
-		bs.add(fmt.Sprintf("a%d", i), "agent", addr, "--join", prev, "--token", bs.token)
+		bs.add(fmt.Sprintf("a%d", i), "agent", addr, "--join", prev, "--token", bs.agentToken)
 		prev = addr
 	}
 	waitNodes(t, cs, "ten Ready nodes", func(n map[string]*corev1.Node) bool {
@@ -259,6 +263,71 @@ func TestTenBoards(t *testing.T) {
 		})
 		if n := nodeMap(t, cs); !ready(n["a3"]) {
 			t.Fatal("a3 suffered from the refused duplicate")
+		}
+	})
+
+	t.Run("agent tokens", func(t *testing.T) {
+		sock := filepath.Join(s1.dir, "run", "admin.sock")
+		// A server with an agent token: refused by the board itself, and by
+		// the servers when asked directly.
+		out, err := bs.run("server", "--name", "x-srv", "--address", "127.0.0.42", "--data-dir", t.TempDir(), "--join", "127.0.0.11", "--token", bs.agentToken,
+			"--containerd", "none", "--config", "", "--run-dir", t.TempDir())
+		if err == nil || !strings.Contains(out, "an agent token admits agents only") {
+			t.Errorf("a server joining with the agent token: %v\n%s", err, out)
+		}
+		atok, err := wire.ParseToken(bs.agentToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err = bootstrap.NewClient(atok, time.Now).Join(ctx, []string{"127.0.0.12:6443"},
+			wire.JoinRequest{Name: "x-srv", Role: wire.RoleServer, Release: wire.Release, RaftAddr: "127.0.0.42:6445", APIAddr: "127.0.0.42:6443"}, "")
+		var refused *bootstrap.Refused
+		if !errors.As(err, &refused) || refused.Code != http.StatusForbidden {
+			t.Errorf("a server's join request with the agent token: %v, want 403", err)
+		}
+		// Member removal with the agent token: 403, a1 still there.
+		out, err = bs.run("member", "remove", "a1", "--server", "127.0.0.11:6443", "--token", bs.agentToken)
+		if err == nil || !strings.Contains(out, "needs the server token") {
+			t.Errorf("member remove with the agent token: %v\n%s", err, out)
+		}
+		if _, ok := nodeMap(t, cs)["a1"]; !ok {
+			t.Fatal("a1's Node is gone")
+		}
+		// A token for a lab, used, listed, revoked; the board that joined
+		// with it stays.
+		out, err = bs.run("token", "create", "--agent", "--ttl", "2h", "--description", "lab 3", "--socket", sock)
+		if err != nil {
+			t.Fatalf("token create: %v\n%s", err, out)
+		}
+		lab, err := wire.ParseToken(out)
+		if err != nil || !lab.IsAgent() {
+			t.Fatalf("token create printed %q: %v", out, err)
+		}
+		bs.add("x-lab", "agent", "127.0.0.43", "--join", "127.0.0.22", "--token", strings.TrimSpace(out))
+		waitNodes(t, cs, "x-lab Ready", func(n map[string]*corev1.Node) bool { return ready(n["x-lab"]) })
+		out, err = bs.run("token", "list", "--socket", sock)
+		if err != nil || !strings.Contains(out, lab.ID) || !strings.Contains(out, "lab 3") || strings.Contains(out, lab.Secret) {
+			t.Fatalf("token list: %v\n%s", err, out)
+		}
+		if out, err := bs.run("token", "revoke", lab.ID, "--socket", sock); err != nil {
+			t.Fatalf("token revoke: %v\n%s", err, out)
+		}
+		out, err = bs.run("agent", "--name", "x-late", "--address", "127.0.0.44", "--data-dir", t.TempDir(), "--join", "127.0.0.21", "--token", lab.String(),
+			"--containerd", "none", "--config", "", "--run-dir", t.TempDir())
+		if err == nil || !strings.Contains(out, "revoked") {
+			t.Errorf("an agent joining with the revoked token: %v\n%s", err, out)
+		}
+		if n := nodeMap(t, cs); !ready(n["x-lab"]) {
+			t.Error("x-lab is not Ready after its token was revoked")
+		}
+		// The ten boards again, for what follows.
+		lab1 := bs.all[len(bs.all)-1]
+		lab1.kill(t)
+		bs.all = bs.all[:len(bs.all)-1]
+		if out, err := bs.run("member", "remove", "x-lab", "--data-dir", s1.dir); err != nil {
+			t.Fatalf("member remove x-lab: %v\n%s", err, out)
 		}
 	})
 

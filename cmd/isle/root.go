@@ -18,6 +18,7 @@ func newRootCommand() *cobra.Command {
 		newServerCommand(),
 		newAgentCommand(),
 		newMemberCommand(),
+		newTokenCommand(),
 		newStoreCommand(),
 		newSnapshotCommand(),
 		newKubeconfigCommand(),

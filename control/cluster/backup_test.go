@@ -81,7 +81,7 @@ func TestPrepareRestore(t *testing.T) {
 		t.Fatalf("header %+v, pending %v", h, RestorePending(dir))
 	}
 	got, err := LoadIdentity(dir)
-	if err != nil || got.Token != id.Token || !bytes.Equal(got.CA.CertPEM(), id.CA.CertPEM()) {
+	if err != nil || got.Token.String() != id.Token.String() || !bytes.Equal(got.CA.CertPEM(), id.CA.CertPEM()) {
 		t.Fatalf("the restored identity: %v", err)
 	}
 	r, err := loadRestore(Config{DataDir: dir, Identity: got})

@@ -341,13 +341,14 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		leaves: []*pki.Leaf{serving, nodeClient}, kubeconfig: kick, log: log, now: cfg.Now}
 	go rotator.run(runCtx)
 	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
+	tokens := &tokenKeeper{node: node, ca: id.CA, gossipKey: cfg.GossipKey, now: cfg.Now, log: log}
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
 		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
-		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, log: log, members: members}),
+		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, tokens: tokens, log: log, members: members}),
 		NodeLease: members.nodeLease, Usage: usage, NodeTLS: nodeTLS,
 	})
 	apiLis, err := net.Listen("tcp", cfg.APIAddr)
@@ -380,6 +381,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.HandleFunc(CARotationPath, rotator.handler)
+		th := tokens.handler()
+		mux.Handle(TokensPath, th)
+		mux.Handle(TokensPath+"/", th)
 		if cfg.Debug {
 			// Profiles, for measuring memory and CPU on a board.
 			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -416,7 +420,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	log.Info("cluster: server running", "name", cfg.Name, "member", fmt.Sprintf("%x", node.ID()),
 		"api", "https://"+cfg.APIAdvertise, "raft", cfg.RaftAddr)
 	if cfg.Boot.NewCluster {
-		log.Info("cluster: new cluster started; join other boards with the token in " + filepath.Join(cfg.DataDir, tokenFile) + " (readable by root alone; never logged)")
+		go tokens.first(runCtx, cfg.DataDir)
+		log.Info("cluster: new cluster started; join agents with the agent token in " + filepath.Join(cfg.DataDir, agentTokenFile) +
+			", servers with the server token in " + filepath.Join(cfg.DataDir, tokenFile) + " (readable by root alone; never logged)")
 	}
 
 	select {

@@ -21,29 +21,60 @@ import (
 )
 
 // joinHandler serves the join protocol (package bootstrap) and the
-// membership endpoints under /isle/v1/, all authenticated by the cluster
-// token's secret. The joiner pins the server's CA by the hash in the
-// token, so it talks to the right cluster before it sends the secret.
+// membership endpoints under /isle/v1/, authenticated by a token: the
+// server token admits servers and agents and serves the membership
+// endpoints; an agent token (agenttokens.go) admits agents alone. The
+// joiner pins the server's CA by the hash in the token, so it talks to
+// the right cluster before it sends the secret.
 type joinHandler struct {
 	node      *raft.Node
 	id        Identity
 	gossipKey []byte
+	tokens    *tokenKeeper
 	log       *slog.Logger
 	members   *membership
 }
 
+// access is what a request's token allows.
+type access int
+
+const (
+	accessAgent  access = iota + 1 // join as an agent
+	accessServer                   // everything: the server token
+)
+
+// authenticate says what the request's token allows, or why none.
+func (h *joinHandler) authenticate(r *http.Request) (access, error) {
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return 0, fmt.Errorf("%w: no token sent", errTokenRefused)
+	}
+	if subtle.ConstantTimeCompare([]byte(bearer), []byte(h.id.Token.Secret)) == 1 {
+		return accessServer, nil
+	}
+	if err := h.tokens.checkAgent(bearer); err != nil {
+		return 0, err
+	}
+	return accessAgent, nil
+}
+
 func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	secret := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(secret), []byte(h.id.Token.Secret)) != 1 {
-		h.log.Warn("cluster: request with a wrong token refused", "path", r.URL.Path, "from", r.RemoteAddr)
-		httpError(w, http.StatusUnauthorized, "the token is not this cluster's")
+	acc, err := h.authenticate(r)
+	if err != nil {
+		h.log.Warn("cluster: request with a wrong token refused", "path", r.URL.Path, "from", r.RemoteAddr, "err", err)
+		httpError(w, http.StatusUnauthorized, strings.TrimPrefix(err.Error(), errTokenRefused.Error()+": "))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
+	if acc != accessServer && !(r.URL.Path == wire.JoinPath && r.Method == http.MethodPost) {
+		h.log.Warn("cluster: an agent token refused for an administrator's request", "method", r.Method, "path", r.URL.Path, "from", r.RemoteAddr)
+		httpError(w, http.StatusForbidden, fmt.Sprintf("%s %s needs the server token; an agent token only joins agents", r.Method, r.URL.Path))
+		return
+	}
 	switch {
 	case r.URL.Path == wire.JoinPath && r.Method == http.MethodPost:
-		h.join(ctx, w, r)
+		h.join(ctx, w, r, acc)
 	case r.URL.Path == membersPath && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, h.members.list())
 	case strings.HasPrefix(r.URL.Path, membersPath+"/") && r.Method == http.MethodDelete:
@@ -58,7 +89,7 @@ func (h *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.Request, acc access) {
 	var req wire.JoinRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("join request: %v", err))
@@ -71,6 +102,11 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 	switch req.Role {
 	case wire.RoleAgent:
 	case wire.RoleServer:
+		if acc != accessServer {
+			h.log.Warn("cluster: join as a server with an agent token refused", "name", req.Name, "from", r.RemoteAddr)
+			httpError(w, http.StatusForbidden, "join request: an agent token admits agents only; a server joins with the server token (the file token in a server's data directory)")
+			return
+		}
 		if req.RaftAddr == "" || req.APIAddr == "" {
 			httpError(w, http.StatusBadRequest, "join request: a server needs raftAddr and apiAddr")
 			return

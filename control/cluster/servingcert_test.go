@@ -43,7 +43,8 @@ func TestServingCertHandler(t *testing.T) {
 		now: func() time.Time { return time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC) },
 	}
 	// The join handler behind the same mux wants the cluster token.
-	srv := httptest.NewServer(isleHandler(h, &joinHandler{id: Identity{Token: wire.Token{Secret: "cluster-secret"}}, log: h.log}))
+	srv := httptest.NewServer(isleHandler(h, &joinHandler{id: Identity{Token: wire.Token{Secret: "cluster-secret"}}, log: h.log,
+		tokens: &tokenKeeper{node: node, ca: ca, now: time.Now, log: h.log}}))
 	t.Cleanup(srv.Close)
 
 	// The request names another node: the certificate is the token's.

@@ -9,28 +9,103 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Join token text form: tokenPrefix, then the CA hash in hex, then the
-// secret, separated by tokenSep. See the package documentation.
+// secret, separated by tokenSep; an agent token has a fourth part, the
+// gossip key, and its secret is <ID>.<secret>. See the package
+// documentation.
 const (
 	tokenPrefix      = "ISLE1"
 	tokenSep         = "::"
 	tokenSecretBytes = 20 // 160 bits
 	tokenSecretLen   = 32 // base32 characters for tokenSecretBytes
 	tokenHashHexLen  = 64 // hex characters of a SHA-256
+
+	// An agent token's ID and secret have the shape of a node's bearer
+	// token (control/pki): [a-z0-9], 6 and 16 to 64 characters.
+	agentIDLen        = 6
+	agentMinSecretLen = 16
+	agentMaxSecretLen = 64
+	gossipKeyBytes    = 32
+	gossipKeyLen      = 52 // base32 characters for gossipKeyBytes
+	agentAlphabet     = "abcdefghijklmnopqrstuvwxyz0123456789"
 )
 
 // secretEncoding is RFC 4648 base32 in lower case without padding.
 var secretEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // Token is a join token: the hash of the CA a joiner must pin and a secret
-// proving it was invited (also the key material for Seal of the CA key).
+// proving it was invited.
+//
+// A server token (ISLE1::<hash>::<secret>) admits servers and agents; its
+// secret is also the key material for Seal of the CA key, and servers
+// alone keep it. An agent token (ISLE1::<hash>::<id>.<secret>::<gossip
+// key>) admits agents alone: the servers keep only its hash, under its
+// ID, and it carries the gossip key through which the joiner finds the
+// servers (what every agent holds anyway once joined).
 type Token struct {
 	// CAHash is "sha256:<64 lowercase hex>", as returned by CAHash.
 	CAHash string
-	// Secret is 32 lowercase base32 characters (160 bits).
+	// Secret is 32 lowercase base32 characters (160 bits) in a server
+	// token, 16 to 64 of [a-z0-9] in an agent token.
 	Secret string
+	// Agent tokens only: the token's ID ([a-z0-9]{6}) and the gossip key.
+	ID        string
+	GossipKey []byte
+}
+
+// IsAgent reports whether t is an agent token.
+func (t Token) IsAgent() bool { return t.ID != "" }
+
+// Bearer is what a joiner sends to prove it holds t: the secret of a
+// server token, <ID>.<secret> of an agent token.
+func (t Token) Bearer() string {
+	if t.IsAgent() {
+		return t.ID + "." + t.Secret
+	}
+	return t.Secret
+}
+
+// AgentToken returns the agent token of the cluster of CA hash caHash
+// whose bearer part is bearer (<id>.<secret>, as pki.NewBearerToken makes
+// it), carrying the gossip key.
+func AgentToken(caHash, bearer string, gossipKey []byte) (Token, error) {
+	id, secret, ok := SplitAgentBearer(bearer)
+	switch {
+	case !ok:
+		return Token{}, errors.New("wire: agent token: the bearer part is not <id>.<secret>")
+	case len(gossipKey) != gossipKeyBytes:
+		return Token{}, fmt.Errorf("wire: agent token: gossip key of %d bytes, want %d", len(gossipKey), gossipKeyBytes)
+	}
+	return Token{CAHash: caHash, ID: id, Secret: secret, GossipKey: append([]byte(nil), gossipKey...)}, nil
+}
+
+// SplitAgentBearer splits what a joiner sent as an agent token's
+// Bearer into its ID and secret.
+func SplitAgentBearer(bearer string) (id, secret string, ok bool) {
+	id, secret, ok = strings.Cut(bearer, ".")
+	if !ok || !ValidAgentTokenID(id) || !isAgentSecret(secret) {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+// ValidAgentTokenID reports whether id is an agent token's ID.
+func ValidAgentTokenID(id string) bool { return len(id) == agentIDLen && inAgentAlphabet(id) }
+
+func isAgentSecret(s string) bool {
+	return len(s) >= agentMinSecretLen && len(s) <= agentMaxSecretLen && inAgentAlphabet(s)
+}
+
+func inAgentAlphabet(s string) bool {
+	for i := range len(s) {
+		if !strings.ContainsRune(agentAlphabet, rune(s[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // NewToken returns a token pinning the CA certificate caCert with a fresh
@@ -51,9 +126,9 @@ func NewToken(caCert *x509.Certificate) (Token, error) {
 // lower case.
 func ParseToken(s string) (Token, error) {
 	parts := strings.Split(strings.TrimSpace(s), tokenSep)
-	if len(parts) != 3 {
-		return Token{}, fmt.Errorf("wire: parse token: want %s%s<CA hash>%s<secret>, got %d part(s) separated by %q",
-			tokenPrefix, tokenSep, tokenSep, len(parts), tokenSep)
+	if len(parts) != 3 && len(parts) != 4 {
+		return Token{}, fmt.Errorf("wire: parse token: want %s%s<CA hash>%s<secret> (a server token) or %s%s<CA hash>%s<id>.<secret>%s<gossip key> (an agent token), got %d part(s) separated by %q",
+			tokenPrefix, tokenSep, tokenSep, tokenPrefix, tokenSep, tokenSep, tokenSep, len(parts), tokenSep)
 	}
 	if parts[0] != tokenPrefix {
 		return Token{}, fmt.Errorf("wire: parse token: unknown prefix %q, want %q", parts[0], tokenPrefix)
@@ -65,6 +140,9 @@ func ParseToken(s string) (Token, error) {
 	if _, err := hex.DecodeString(hash); err != nil {
 		return Token{}, fmt.Errorf("wire: parse token: CA hash is not hex: %w", err)
 	}
+	if len(parts) == 4 {
+		return parseAgentToken(hashPrefix+hash, strings.ToLower(parts[2]), strings.ToLower(parts[3]))
+	}
 	secret := strings.ToLower(parts[2])
 	if len(secret) != tokenSecretLen {
 		return Token{}, fmt.Errorf("wire: parse token: secret has %d characters, want %d", len(secret), tokenSecretLen)
@@ -75,9 +153,32 @@ func ParseToken(s string) (Token, error) {
 	return Token{CAHash: hashPrefix + hash, Secret: secret}, nil
 }
 
+func parseAgentToken(caHash, secret, key string) (Token, error) {
+	id, sec, ok := strings.Cut(secret, ".")
+	switch {
+	case !ok:
+		return Token{}, fmt.Errorf("wire: parse token: an agent token's third part is <id>.<secret>; it has no '.'")
+	case !ValidAgentTokenID(id):
+		return Token{}, fmt.Errorf("wire: parse token: an agent token's ID is %d of a-z and 0-9, not %q", agentIDLen, id)
+	case !isAgentSecret(sec):
+		return Token{}, fmt.Errorf("wire: parse token: an agent token's secret has %d to %d characters of a-z and 0-9; this one has %d", agentMinSecretLen, agentMaxSecretLen, len(sec))
+	case len(key) != gossipKeyLen:
+		return Token{}, fmt.Errorf("wire: parse token: gossip key has %d characters, want %d", len(key), gossipKeyLen)
+	}
+	k, err := secretEncoding.DecodeString(key)
+	if err != nil {
+		return Token{}, fmt.Errorf("wire: parse token: gossip key is not base32 (a-z, 2-7): %w", err)
+	}
+	return Token{CAHash: caHash, ID: id, Secret: sec, GossipKey: k}, nil
+}
+
 // String returns the text form ParseToken reads.
 func (t Token) String() string {
-	return tokenPrefix + tokenSep + strings.TrimPrefix(t.CAHash, hashPrefix) + tokenSep + t.Secret
+	s := tokenPrefix + tokenSep + strings.TrimPrefix(t.CAHash, hashPrefix) + tokenSep + t.Bearer()
+	if t.IsAgent() {
+		s += tokenSep + secretEncoding.EncodeToString(t.GossipKey)
+	}
+	return s
 }
 
 // CAHash returns "sha256:<hex>" of the certificate's SubjectPublicKeyInfo,
@@ -88,3 +189,20 @@ func CAHash(cert *x509.Certificate) string {
 }
 
 const hashPrefix = "sha256:"
+
+// AgentTokenInfo is one agent token in `isle token list`: never its
+// secret, which the servers do not keep.
+type AgentTokenInfo struct {
+	ID          string    `json:"id"`
+	Description string    `json:"description,omitempty"`
+	Created     time.Time `json:"created"`
+	// Expires is zero for a token without a time to live.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// NewAgentTokenResponse answers the creation of an agent token: the
+// token, shown this once.
+type NewAgentTokenResponse struct {
+	Token string         `json:"token"`
+	Info  AgentTokenInfo `json:"info"`
+}

@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"bytes"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,7 +33,7 @@ func TestTokenRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("wire.ParseToken(%q): %v", in, err)
 		}
-		if got != tok {
+		if !reflect.DeepEqual(got, tok) {
 			t.Errorf("wire.ParseToken(%q) = %+v, want %+v", in, got, tok)
 		}
 	}
@@ -44,15 +46,60 @@ func TestTokenRoundTrip(t *testing.T) {
 	}
 }
 
+func TestAgentTokenRoundTrip(t *testing.T) {
+	ca := newCA(t)
+	key := bytes.Repeat([]byte{0xa5}, 32)
+	_, bearer, err := pki.NewBearerToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := wire.AgentToken(wire.CAHash(ca.Cert()), bearer, key)
+	if err != nil {
+		t.Fatalf("AgentToken: %v", err)
+	}
+	if !tok.IsAgent() || tok.Bearer() != bearer {
+		t.Fatalf("IsAgent %v, Bearer %q, want true and %q", tok.IsAgent(), tok.Bearer(), bearer)
+	}
+	s := tok.String()
+	if want := `^ISLE1::[0-9a-f]{64}::[a-z0-9]{6}\.[a-z0-9]{32}::[a-z2-7]{52}$`; !regexp.MustCompile(want).MatchString(s) {
+		t.Errorf("String() = %q, want match for %s", s, want)
+	}
+	got, err := wire.ParseToken(s)
+	if err != nil || !reflect.DeepEqual(got, tok) {
+		t.Fatalf("ParseToken(%q) = %+v, %v; want %+v", s, got, err, tok)
+	}
+	// A server token is not an agent token, and its Bearer is its secret.
+	srv, err := wire.NewToken(ca.Cert())
+	if err != nil || srv.IsAgent() || srv.Bearer() != srv.Secret {
+		t.Errorf("server token: IsAgent %v, Bearer %q, err %v", srv.IsAgent(), srv.Bearer(), err)
+	}
+	for _, bad := range []struct {
+		bearer string
+		key    []byte
+	}{{"nodot", key}, {bearer, key[:31]}, {"ABCDEF." + strings.Repeat("a", 16), key}} {
+		if _, err := wire.AgentToken(tok.CAHash, bad.bearer, bad.key); err == nil {
+			t.Errorf("AgentToken(%q, %d-byte key) succeeded", bad.bearer, len(bad.key))
+		}
+	}
+}
+
 func TestParseTokenRejects(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
 	secret := strings.Repeat("a2", 16)
+	agentSecret := strings.Repeat("x9", 16)
+	gossipKey := strings.Repeat("k", 52)
 	tests := []struct {
 		name, in, want string
 	}{
 		{"empty", "", "got 1 part(s)"},
 		{"two parts", "ISLE1::" + hash, "got 2 part(s)"},
-		{"four parts", "ISLE1::" + hash + "::" + secret + "::x", "got 4 part(s)"},
+		{"five parts", "ISLE1::" + hash + "::" + secret + "::x::y", "got 5 part(s)"},
+		{"agent token without id", "ISLE1::" + hash + "::" + agentSecret + "::" + gossipKey, "has no '.'"},
+		{"agent token with a short id", "ISLE1::" + hash + "::abc." + agentSecret + "::" + gossipKey, `ID is 6 of a-z and 0-9, not "abc"`},
+		{"agent token with a short secret", "ISLE1::" + hash + "::abc123.abc::" + gossipKey, "secret has 16 to 64 characters of a-z and 0-9; this one has 3"},
+		{"agent token with a symbol", "ISLE1::" + hash + "::abc123." + agentSecret[:15] + "_::" + gossipKey, "secret has 16 to 64"},
+		{"agent token with a short key", "ISLE1::" + hash + "::abc123." + agentSecret + "::" + gossipKey[:51], "gossip key has 51 characters, want 52"},
+		{"agent token with a key not base32", "ISLE1::" + hash + "::abc123." + agentSecret + "::" + gossipKey[:51] + "1", "gossip key is not base32"},
 		{"single colons", "ISLE1:" + hash + ":" + secret, "got 1 part(s)"},
 		{"wrong prefix", "ISLE2::" + hash + "::" + secret, `unknown prefix "ISLE2"`},
 		{"lowercase prefix", "isle1::" + hash + "::" + secret, `unknown prefix "isle1"`},

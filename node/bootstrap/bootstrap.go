@@ -153,7 +153,7 @@ func (c *Client) Do(ctx context.Context, method, addr, path string, in, out any,
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token.Secret)
+	req.Header.Set("Authorization", "Bearer "+c.token.Bearer())
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

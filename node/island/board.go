@@ -79,13 +79,7 @@ func Act(dir, action, name, bin string, out io.Writer) error {
 		for b.Isle.Alive() {
 			time.Sleep(20 * time.Millisecond)
 		}
-		token := ""
-		if b != &s.Boards[0] {
-			if token, err = s.Token(); err != nil {
-				return err
-			}
-		}
-		if err = startIsle(s, b, bin, token); err == nil {
+		if err = startIsle(s, b, bin); err == nil {
 			err = waitServing(s, b)
 		}
 	case ActionPartition, ActionHeal:
@@ -126,14 +120,7 @@ func boot(s *State, b *Board, bin string) error {
 	if err := startContainerd(s, b); err != nil {
 		return err
 	}
-	token := ""
-	if b != &s.Boards[0] {
-		var err error
-		if token, err = s.Token(); err != nil {
-			return err
-		}
-	}
-	return startIsle(s, b, bin, token)
+	return startIsle(s, b, bin)
 }
 
 // List prints the island's boards and their state.

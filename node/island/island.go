@@ -153,15 +153,18 @@ func Up(ctx context.Context, cfg Config) (*State, error) {
 		}
 	}
 	first := &s.Boards[0]
-	if err := startIsle(s, first, cfg.Bin, ""); err != nil {
+	if err := startIsle(s, first, cfg.Bin); err != nil {
 		return s, err
 	}
-	token, err := waitToken(ctx, s, first)
+	if err := waitTokens(ctx, s, first); err != nil {
+		return s, err
+	}
+	token, err := s.Token()
 	if err != nil {
 		return s, err
 	}
 	for i := 1; i < len(s.Boards); i++ {
-		if err := startIsle(s, &s.Boards[i], cfg.Bin, token); err != nil {
+		if err := startIsle(s, &s.Boards[i], cfg.Bin); err != nil {
 			return s, err
 		}
 	}
@@ -274,9 +277,10 @@ func startContainerd(s *State, b *Board) error {
 }
 
 // startIsle starts the board's isle: the first server with --init, the
-// others joining the first board with the token. A restarted board finds
-// itself in its data directory and ignores both.
-func startIsle(s *State, b *Board, bin, token string) error {
+// others joining the first board, servers with the server token, agents
+// with the agent token. A restarted board finds itself in its data
+// directory and ignores both.
+func startIsle(s *State, b *Board, bin string) error {
 	// The boards' resolver is the host's LAN address: names outside the
 	// cluster stay on the island (what answers there is the host's own
 	// business; nothing by default, so such names fail).
@@ -299,7 +303,11 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	}
 	args = append(args, s.BoardFlags...)
 	switch {
-	case token != "":
+	case b != &s.Boards[0]:
+		token, err := s.tokenFor(b.Role)
+		if err != nil {
+			return err
+		}
 		// In a file only root reads, never on the command line, where
 		// every user sees it.
 		file := filepath.Join(s.boardDir(b.Name), "token")
@@ -318,16 +326,14 @@ func startIsle(s *State, b *Board, bin, token string) error {
 	return s.save()
 }
 
-// waitToken waits for the first server's token.
-func waitToken(ctx context.Context, s *State, b *Board) (string, error) {
-	path := filepath.Join(s.dataDir(b), "token")
-	var token string
-	err := waitFor(30*time.Second, b.Name+"'s cluster token", func() bool {
-		t, err := os.ReadFile(path)
-		token = strings.TrimSpace(string(t))
-		return err == nil && token != "" && ctx.Err() == nil
+// waitTokens waits for the first server's tokens: the server token and
+// the first agent token.
+func waitTokens(ctx context.Context, s *State, b *Board) error {
+	return waitFor(30*time.Second, b.Name+"'s tokens", func() bool {
+		_, err := s.Token()
+		_, aerr := s.AgentToken()
+		return err == nil && aerr == nil && ctx.Err() == nil
 	}, b.Isle, s.logPath(b, "isle"))
-	return token, err
 }
 
 // writeKubeconfig writes an administrator's kubeconfig for the VIP.

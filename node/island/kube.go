@@ -170,13 +170,26 @@ func waitVoters(ctx context.Context, s *State, token string) (map[string]string,
 }
 
 // Token is the island's cluster token.
-func (s *State) Token() (string, error) {
+func (s *State) Token() (string, error) { return s.tokenFile("token") }
+
+// AgentToken returns the agent token the first server made.
+func (s *State) AgentToken() (string, error) { return s.tokenFile("agent-token") }
+
+// tokenFor returns the token a board of role joins with.
+func (s *State) tokenFor(role string) (string, error) {
+	if role == RoleServer {
+		return s.Token()
+	}
+	return s.AgentToken()
+}
+
+func (s *State) tokenFile(name string) (string, error) {
 	if len(s.Boards) == 0 {
 		return "", fmt.Errorf("island: %w", ErrNoIsland)
 	}
-	b, err := os.ReadFile(filepath.Join(s.dataDir(&s.Boards[0]), "token"))
+	b, err := os.ReadFile(filepath.Join(s.dataDir(&s.Boards[0]), name))
 	if err != nil {
-		return "", fmt.Errorf("island: the cluster token: %w", err)
+		return "", fmt.Errorf("island: the cluster's %s: %w", name, err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }

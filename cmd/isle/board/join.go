@@ -22,6 +22,9 @@ func join(ctx context.Context, cfg Config, req wire.JoinRequest) (wire.Token, wi
 	if err != nil {
 		return tok, wire.JoinResponse{}, wire.Credential{}, fmt.Errorf("--token: %w", err)
 	}
+	if tok.IsAgent() && req.Role == wire.RoleServer {
+		return tok, wire.JoinResponse{}, wire.Credential{}, errors.New("--token: an agent token admits agents only; a server joins with the server token (the file token in a server's data directory)")
+	}
 	seeds := cfg.Join
 	if len(seeds) == 0 {
 		if !cfg.MDNS {
@@ -31,9 +34,13 @@ func join(ctx context.Context, cfg Config, req wire.JoinRequest) (wire.Token, wi
 			return tok, wire.JoinResponse{}, wire.Credential{}, err
 		}
 	}
-	key, err := gossip.DeriveKey(tok.Secret)
-	if err != nil {
-		return tok, wire.JoinResponse{}, wire.Credential{}, err
+	// An agent token carries the gossip key; a server token's secret
+	// derives it.
+	key := tok.GossipKey
+	if !tok.IsAgent() {
+		if key, err = gossip.DeriveKey(tok.Secret); err != nil {
+			return tok, wire.JoinResponse{}, wire.Credential{}, err
+		}
 	}
 	found, err := gossip.DiscoverRetry(ctx, cfg.Address, key, seeds, log)
 	if err != nil {
