@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"go.etcd.io/raft/v3/raftpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +29,8 @@ import (
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw/led"
 	"github.com/isle-cluster/isle/node/bootstrap"
+	"github.com/isle-cluster/isle/raft"
+	"github.com/isle-cluster/isle/raft/storeapi"
 )
 
 // board is one isle process with its own loopback address (127.0.0.x) and
@@ -331,6 +337,71 @@ func TestTenBoards(t *testing.T) {
 		}
 	})
 
+	t.Run("the store's links take its members alone", func(t *testing.T) {
+		st := storeStatus(t, s1)
+		var raftAddr string
+		for _, m := range st.Members {
+			if m.ID == st.ID {
+				raftAddr = m.RaftAddr
+			}
+		}
+		// What an attacker on the LAN sends: a handshake from an invented
+		// member, then an append of a far higher term.
+		forged := func() []byte {
+			b := []byte("ISRT\x01\x01\x00\x00")
+			b = binary.BigEndian.AppendUint64(b, st.ClusterID)
+			b = binary.BigEndian.AppendUint64(b, 0xbad)
+			b = binary.BigEndian.AppendUint64(b, st.ID)
+			m := raftpb.Message{Type: raftpb.MsgApp, From: 0xbad, To: st.ID, Term: st.Term + 100, Index: st.Commit, LogTerm: st.Term,
+				Entries: []raftpb.Entry{{Term: st.Term + 100, Index: st.Commit + 1, Data: []byte("planted")}}, Commit: st.Commit + 1}
+			body, err := m.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+			return append(b, body...)
+		}
+		// Each connection is closed without a byte of answer.
+		refused := func(c net.Conn, how string) {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = c.Write(forged())
+			var reply [16]byte
+			if n, err := c.Read(reply[:]); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("%s: read %d bytes (%q), %v; want the connection closed without an answer", how, n, reply[:n], err)
+			}
+		}
+		plain, err := net.Dial("tcp", raftAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused(plain, "plain TCP")
+		// A certificate of the cluster's CA that is not a store member's:
+		// the administrator's.
+		rc, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin, err := tls.X509KeyPair(rc.CertData, rc.KeyData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc, err := tls.Dial("tcp", raftAddr, &tls.Config{Certificates: []tls.Certificate{admin}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+		if err == nil {
+			refused(tc, "TLS with the administrator's certificate")
+		}
+		waitFor(t, 10*time.Second, "s1 to log both refusals", func() bool {
+			l := s1.logTail()
+			return strings.Contains(l, "a connection without TLS") && strings.Contains(l, "not a store member's certificate")
+		})
+		if after := storeStatus(t, s1); after.Term >= st.Term+100 {
+			t.Fatalf("the store's term went from %d to %d", st.Term, after.Term)
+		}
+		if v := scrape(t, kc, "isle_raft_transport_plain_connections_total"); v != 0 {
+			t.Fatalf("%v plain Raft connections in a cluster of this release", v)
+		}
+	})
+
 	t.Run("plaintext gossip sees no one", func(t *testing.T) {
 		var logs bytes.Buffer
 		mc := memberlist.DefaultLANConfig()
@@ -621,6 +692,22 @@ func unreachable(n *corev1.Node) bool {
 }
 
 // scrape reads a counter summed over its series from a server's /metrics.
+// storeStatus is b's view of the store, from its admin socket.
+func storeStatus(t *testing.T, b *board) raft.Status {
+	t.Helper()
+	sock := filepath.Join(b.dir, "run", "admin.sock")
+	resp, err := (&http.Client{Transport: storeapi.UnixTransport(sock), Timeout: 10 * time.Second}).Get("http://isle/store/v1/status")
+	if err != nil {
+		t.Fatalf("store status of %s: %v", b.name, err)
+	}
+	defer resp.Body.Close()
+	var st raft.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.ID == 0 {
+		t.Fatalf("store status of %s: %v (%+v)", b.name, err, st)
+	}
+	return st
+}
+
 func scrape(t *testing.T, kubeconfig, name string) float64 {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)

@@ -174,9 +174,11 @@ func ClusterDNS(serviceCIDR netip.Prefix) netip.Addr {
 
 // Server is a control plane whose store is open.
 type Server struct {
-	cfg  Config
-	node *raft.Node
-	tr   *transport.Transport
+	cfg     Config
+	node    *raft.Node
+	tr      *transport.Transport
+	raftTLS *raftTLS
+	member  *pki.Leaf // the store member certificate
 }
 
 // Open opens the store and starts its raft traffic; Run serves the rest.
@@ -215,7 +217,23 @@ func Open(cfg Config) (*Server, error) {
 		node.Stop()
 		return nil, fmt.Errorf("cluster: listen for raft on %s: %w", cfg.RaftAddr, err)
 	}
-	tr, err := transport.New(transport.Config{ID: node.ID(), ClusterID: node.ClusterID(), Listener: lis, Handler: node, Logger: cfg.Logger, Registerer: cfg.Metrics})
+	// The links to the other members are mutual TLS with this member's
+	// certificate; plain TCP only while members of a release without TLS
+	// remain (rafttls.go). A new store has none.
+	rtls := newRaftTLS(node, cfg.DataDir, cfg.Logger)
+	if cfg.Boot.NewCluster || cfg.Boot.ForceNewCluster {
+		rtls.end()
+	}
+	cfg.Identity.CA.LeafValidity = cfg.LeafValidity
+	member, err := cfg.Identity.CA.MemberLeaf(node.ClusterID(), node.ID(), cfg.Name, cfg.Now)
+	if err != nil {
+		lis.Close()
+		node.Stop()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	tlsCfg, peerID := pki.RaftConfig(cfg.Identity.CA, member, node.ClusterID(), rtls.isMember)
+	tr, err := transport.New(transport.Config{ID: node.ID(), ClusterID: node.ClusterID(), Listener: lis, Handler: node, Logger: cfg.Logger, Registerer: cfg.Metrics,
+		TLS: tlsCfg, PeerID: peerID, AllowPlain: rtls.allowPlain})
 	if err != nil {
 		lis.Close()
 		node.Stop()
@@ -223,7 +241,7 @@ func Open(cfg Config) (*Server, error) {
 	}
 	tr.Start()
 	node.Start(tr)
-	s := &Server{cfg: cfg, node: node, tr: tr}
+	s := &Server{cfg: cfg, node: node, tr: tr, raftTLS: rtls, member: member}
 	if pending != nil {
 		if err := s.finishRestore(pending); err != nil {
 			s.Close()
@@ -338,7 +356,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		return err
 	}
 	rotator := &caRotator{node: node, store: store, id: id, name: cfg.Name, dataDir: cfg.DataDir,
-		leaves: []*pki.Leaf{serving, nodeClient}, kubeconfig: kick, log: log, now: cfg.Now}
+		leaves: []*pki.Leaf{serving, nodeClient, s.member}, kubeconfig: kick, log: log, now: cfg.Now}
+	go s.member.Run(runCtx, log)
+	go s.raftTLS.register(runCtx)
 	go rotator.run(runCtx)
 	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
 	tokens := &tokenKeeper{node: node, ca: id.CA, gossipKey: cfg.GossipKey, now: cfg.Now, log: log}
@@ -408,6 +428,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 			cfg.Lead(ctx)
 		}
 		go members.maintain(ctx)
+		go s.raftTLS.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.BundlePEM),
 			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),

@@ -21,6 +21,8 @@ import (
 //	pki/ca.key.sealed   the CA key, sealed with the token's secret
 //	pki/ca-next.*       while the CA is replaced, the new one (carotation.go)
 //	cluster.json        this server's API address and certificates' validity, for `isle kubeconfig`
+//	agent-token         the first agent token, on the server that started the cluster (agenttokens.go)
+//	raft-tls            present once the store's links are TLS alone (rafttls.go)
 const (
 	tokenFile       = "token"
 	caCertFile      = "pki/ca.crt"
@@ -164,6 +166,11 @@ func JoinedIdentity(dir string, tok wire.Token, resp wire.JoinResponse) (Identit
 		return Identity{}, fmt.Errorf("join: %w", err)
 	}
 	id := Identity{Token: tok, CA: ca}
+	if resp.RaftTLS {
+		if err := writeFile(dir, raftTLSFile, []byte("every store member speaks TLS\n")); err != nil {
+			return id, fmt.Errorf("join: %w", err)
+		}
+	}
 	return id, saveIdentity(dir, id)
 }
 

@@ -162,6 +162,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
+		_, resp.RaftTLS, _ = h.node.KV().Get(raftTLSKey)
 		resp.CAKeySealed, resp.Join = sealed, &info
 		h.log.Info("cluster: server joined as a learner", "name", req.Name, "id", fmt.Sprintf("%x", info.MemberID), "raft", req.RaftAddr)
 	} else {

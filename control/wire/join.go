@@ -46,6 +46,9 @@ type JoinResponse struct {
 	// start the new store member.
 	CAKeySealed []byte         `json:"caKeySealed,omitempty"`
 	Join        *raft.JoinInfo `json:"join,omitempty"`
+	// RaftTLS tells a new server that every store member speaks TLS: it
+	// takes no plain Raft connection from its first start.
+	RaftTLS bool `json:"raftTLS,omitempty"`
 }
 
 // MembersPath lists the cluster's boards (GET) and removes one (DELETE

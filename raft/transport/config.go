@@ -63,10 +63,21 @@ type Config struct {
 	// Listener is already bound (the caller chooses the address); required.
 	// The Transport owns it from New on and closes it in Close.
 	Listener net.Listener
-	// TLS nil means plain TCP. Otherwise the Listener is wrapped with
-	// tls.NewListener and peers are dialed with tls.Dialer, both using this
-	// config (it needs Certificates or GetCertificate).
+	// TLS nil means plain TCP. Otherwise each accepted connection is a TLS
+	// server connection and peers are dialed with tls.Dialer, both using
+	// this config (it needs Certificates or GetCertificate).
 	TLS *tls.Config
+	// PeerID, with TLS, returns the member ID a peer's certificate names
+	// (or why it names none acceptable). An accepted connection whose
+	// handshake claims another ID, or a dialed one whose peer is not the
+	// member dialed, is closed before a message is read or sent.
+	PeerID func(tls.ConnectionState) (uint64, error)
+	// AllowPlain, with TLS, is asked for each connection: while it
+	// reports true, a connection that does not start a TLS handshake is
+	// served in plain TCP, and a peer that does not answer TLS is dialed
+	// again in plain TCP (members of a release without TLS, during a
+	// rolling upgrade). Nil: TLS only.
+	AllowPlain func() bool
 
 	Handler Handler // required
 
@@ -104,6 +115,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return bad("MaxFrameSize %d does not fit the 32-bit frame length", cfg.MaxFrameSize)
 	case cfg.TLS != nil && len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil && cfg.TLS.GetConfigForClient == nil:
 		return bad("TLS config has no certificate; set Certificates or GetCertificate")
+	case cfg.TLS == nil && (cfg.PeerID != nil || cfg.AllowPlain != nil):
+		return bad("PeerID and AllowPlain need TLS")
 	}
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = DefaultQueueSize

@@ -5,7 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -24,7 +27,7 @@ func (t *Transport) dial(ctx context.Context, addr string, kind byte, to uint64)
 		err  error
 	)
 	if t.cfg.TLS != nil {
-		conn, err = (&tls.Dialer{NetDialer: nd, Config: t.cfg.TLS}).DialContext(ctx, "tcp", addr)
+		conn, err = t.dialTLS(ctx, nd, addr, to)
 	} else {
 		conn, err = nd.DialContext(ctx, "tcp", addr)
 	}
@@ -55,6 +58,44 @@ func (t *Transport) dial(ctx context.Context, addr string, kind byte, to uint64)
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// dialTLS dials member to at addr in TLS and checks that the peer's
+// certificate is to's (Config.PeerID). A peer that answers the TLS
+// handshake with something else or nothing is dialed again in plain TCP,
+// while Config.AllowPlain allows it.
+func (t *Transport) dialTLS(ctx context.Context, nd *net.Dialer, addr string, to uint64) (net.Conn, error) {
+	conn, err := (&tls.Dialer{NetDialer: nd, Config: t.cfg.TLS}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if notTLS(err) && t.cfg.AllowPlain != nil && t.cfg.AllowPlain() {
+			plain, perr := nd.DialContext(ctx, "tcp", addr)
+			if perr == nil {
+				t.metrics.plain.Inc()
+				t.log.Debug("transport: the peer does not answer TLS; plain TCP", slog.String("peer", peerLabel(to)), slog.Any("err", err))
+				return plain, nil
+			}
+		}
+		return nil, err
+	}
+	if t.cfg.PeerID != nil {
+		id, err := t.cfg.PeerID(conn.(*tls.Conn).ConnectionState())
+		if err == nil && id != to {
+			err = fmt.Errorf("%w: the certificate is member %x's, not %x's", ErrProtocol, id, to)
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("TLS: the peer's certificate: %w", err)
+		}
+	}
+	return conn, nil
+}
+
+// notTLS reports whether a TLS handshake failed because the peer does
+// not speak TLS: a release without it answers a ClientHello with its own
+// refusal and closes.
+func notTLS(err error) bool {
+	var rh tls.RecordHeaderError
+	return errors.As(err, &rh) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (t *Transport) clientHandshake(conn net.Conn, kind byte, to uint64) error {

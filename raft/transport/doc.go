@@ -54,9 +54,18 @@
 //
 // # Security
 //
-// With Config.TLS set, the listener is wrapped with tls.NewListener and peers
-// are dialed with the same configuration; set ClientAuth to
-// tls.RequireAndVerifyClientCert for mutual authentication. The certificate is
-// not bound to a member ID: any holder of a trusted certificate may claim any
-// ID in its handshake.
+// With Config.TLS set, every accepted connection is a TLS server
+// connection and peers are dialed with the same configuration; set
+// ClientAuth to tls.RequireAndVerifyClientCert (or verify in
+// VerifyConnection) for mutual authentication. With Config.PeerID the
+// certificate is bound to a member: an acceptor refuses a handshake whose
+// from ID is not the one the dialer's certificate names, a dialer a peer
+// whose certificate is not the member dialed, before any Raft message.
+// Every message must then come from the connection's member (m.From).
+//
+// Config.AllowPlain opens a door for a rolling upgrade from a release
+// without TLS: while it reports true, an accepted connection whose first
+// byte is not a TLS handshake record (0x16) is served in plain TCP, and a
+// peer that answers a ClientHello with anything but TLS is dialed again in
+// plain TCP. Once it reports false, neither happens.
 package transport

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +82,14 @@ func (t *Transport) serveConn(conn net.Conn) {
 		t.untrackInbound(conn, from)
 	}()
 	remote := conn.RemoteAddr().String()
-	h, status, err := t.serverHandshake(conn)
+	conn, certID, err := t.secure(conn)
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.log.Warn("transport: refused connection", slog.String("remote", remote), slog.String("reason", err.Error()))
+		}
+		return
+	}
+	h, status, err := t.serverHandshake(conn, certID)
 	if err != nil {
 		if t.ctx.Err() == nil {
 			t.log.Warn("transport: refused connection", slog.String("remote", remote), slog.String("reason", err.Error()))
@@ -103,9 +111,66 @@ func (t *Transport) serveConn(conn net.Conn) {
 	}
 }
 
-// serverHandshake reads and checks the dialer's handshake and answers it. A
+// tlsRecordHandshake is the first byte of a TLS connection (a handshake
+// record); a plain one starts with the handshake's magic.
+const tlsRecordHandshake = 0x16
+
+// secure makes an accepted connection what Config says: with TLS, the
+// server side of a TLS connection whose peer's certificate names member
+// certID (when Config.PeerID is set), or a plain one while AllowPlain
+// allows it. Nothing of Raft is read before.
+func (t *Transport) secure(conn net.Conn) (net.Conn, uint64, error) {
+	if t.cfg.TLS == nil {
+		return conn, 0, nil
+	}
+	if err := conn.SetDeadline(time.Now().Add(2 * t.cfg.DialTimeout)); err != nil {
+		return conn, 0, err
+	}
+	var first [1]byte
+	if _, err := io.ReadFull(conn, first[:]); err != nil {
+		return conn, 0, fmt.Errorf("read the first byte: %w", err)
+	}
+	pc := &prefixConn{Conn: conn, prefix: first[:]}
+	if first[0] != tlsRecordHandshake {
+		if t.cfg.AllowPlain != nil && t.cfg.AllowPlain() {
+			t.metrics.plain.Inc()
+			return pc, 0, nil
+		}
+		return conn, 0, fmt.Errorf("%w: a connection without TLS (first byte %#02x); this member takes TLS alone", ErrProtocol, first[0])
+	}
+	tc := tls.Server(pc, t.cfg.TLS)
+	if err := tc.HandshakeContext(t.ctx); err != nil {
+		return tc, 0, fmt.Errorf("TLS: %w", err)
+	}
+	if t.cfg.PeerID == nil {
+		return tc, 0, nil
+	}
+	id, err := t.cfg.PeerID(tc.ConnectionState())
+	if err != nil {
+		return tc, 0, fmt.Errorf("TLS: the peer's certificate: %w", err)
+	}
+	return tc, id, nil
+}
+
+// prefixConn is a connection whose first bytes were read already.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// serverHandshake reads and checks the dialer's handshake and answers it;
+// certID, if not 0, is the member the dialer's certificate names. A
 // non-nil error explains a refusal (already answered when possible).
-func (t *Transport) serverHandshake(conn net.Conn) (handshake, byte, error) {
+func (t *Transport) serverHandshake(conn net.Conn, certID uint64) (handshake, byte, error) {
 	if err := conn.SetDeadline(time.Now().Add(2 * t.cfg.DialTimeout)); err != nil {
 		return handshake{}, 0, err
 	}
@@ -132,6 +197,9 @@ func (t *Transport) serverHandshake(conn net.Conn) (handshake, byte, error) {
 	case h.from == 0 || h.from == t.cfg.ID || t.isRemoved(h.from):
 		status = statusSenderRefused
 		err = fmt.Errorf("%w: %s: peer claims ID %x", ErrProtocol, statusText(status), h.from)
+	case certID != 0 && h.from != certID:
+		status = statusSenderRefused
+		err = fmt.Errorf("%w: %s: peer claims ID %x, its certificate is member %x's", ErrProtocol, statusText(status), h.from, certID)
 	case h.kind != kindStream && h.kind != kindSnapshot:
 		status = statusMalformed
 		err = fmt.Errorf("%w: unknown connection kind %d", ErrProtocol, h.kind)
@@ -200,7 +268,7 @@ func (t *Transport) serveStream(conn net.Conn, from uint64) {
 				fmt.Sprintf("%v: undecodable message: %v", ErrProtocol, err)))
 			return
 		}
-		if err := t.checkInbound(&m, kindStream); err != nil {
+		if err := t.checkInbound(&m, kindStream, from); err != nil {
 			log.Warn("transport: closing stream", slog.String("reason", err.Error()))
 			return
 		}
@@ -219,13 +287,15 @@ func (t *Transport) serveStream(conn net.Conn, from uint64) {
 
 // checkInbound validates a decoded message from the network before it
 // reaches the Handler (and etcd raft, which trusts its input).
-func (t *Transport) checkInbound(m *raftpb.Message, kind byte) error {
+func (t *Transport) checkInbound(m *raftpb.Message, kind byte, from uint64) error {
 	if _, known := raftpb.MessageType_name[int32(m.Type)]; !known {
 		return fmt.Errorf("%w: unknown message type %d", ErrProtocol, m.Type)
 	}
 	switch {
 	case m.To != t.cfg.ID:
 		return fmt.Errorf("%w: %s addressed to %x, this is member %x", ErrProtocol, m.Type, m.To, t.cfg.ID)
+	case m.From != from:
+		return fmt.Errorf("%w: %s from %x on the connection of member %x", ErrProtocol, m.Type, m.From, from)
 	case etcdraft.IsLocalMsg(m.Type):
 		return fmt.Errorf("%w: local-only message type %s received from the network", ErrProtocol, m.Type)
 	case len(m.Responses) > 0:

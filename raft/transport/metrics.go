@@ -12,6 +12,8 @@ type metrics struct {
 	sent     *prometheus.CounterVec
 	dropped  *prometheus.CounterVec
 	received *prometheus.CounterVec
+	// plain counts connections in plain TCP while TLS is on (AllowPlain).
+	plain prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,11 +29,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		sent:     vec("messages_sent_total", "Raft messages written to a peer (snapshots: delivered)."),
 		dropped:  vec("messages_dropped_total", "Raft messages to a peer dropped: queue full, no connection, unknown peer, too large or failed write."),
 		received: vec("messages_received_total", "Raft messages received from a peer and passed to the handler."),
+		plain: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "isle", Subsystem: "raft_transport", Name: "plain_connections_total",
+			Help: "Connections accepted or dialed without TLS while TLS is on: with members of a release without it, during a rolling upgrade."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.sent, m.dropped, m.received}
+	cs := []prometheus.Collector{m.sent, m.dropped, m.received, m.plain}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] {
@@ -48,6 +52,7 @@ func (m *metrics) unregister(reg prometheus.Registerer) {
 		return
 	}
 	reg.Unregister(m.sent)
+	reg.Unregister(m.plain)
 	reg.Unregister(m.dropped)
 	reg.Unregister(m.received)
 }

@@ -100,7 +100,7 @@ func (t *Transport) serveSnapshot(conn net.Conn, from uint64) {
 		return
 	}
 	size := len(body)
-	if err := t.checkInbound(&m, kindSnapshot); err != nil {
+	if err := t.checkInbound(&m, kindSnapshot, from); err != nil {
 		log.Warn("transport: closing snapshot connection", slog.String("reason", err.Error()))
 		return
 	}

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,9 +64,6 @@ func New(cfg Config) (*Transport, error) {
 		return nil, err
 	}
 	ln := cfg.Listener
-	if cfg.TLS != nil {
-		ln = tls.NewListener(ln, cfg.TLS)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{
 		cfg:     cfg,

@@ -145,7 +145,7 @@ func FuzzDecodeFrame(f *testing.F) {
 				return
 			}
 			for _, kind := range []byte{kindStream, kindSnapshot} {
-				if err := tr.checkInbound(&m, kind); err == nil && m.Type == raftpb.MsgSnap && m.Snapshot == nil {
+				if err := tr.checkInbound(&m, kind, m.From); err == nil && m.Type == raftpb.MsgSnap && m.Snapshot == nil {
 					t.Fatal("accepted MsgSnap without snapshot")
 				}
 			}

@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,22 +99,28 @@ func (c *etcdCluster) post(ctx context.Context, url string, body []byte) ([]byte
 // members. ports: three client, three peer.
 func startEtcd(ctx context.Context, ws *workspace, bin string, ports []int, hc *http.Client) (*etcdCluster, error) {
 	c := &etcdCluster{hc: hc}
+	// The peer links are mutual TLS, as isle's Raft links are.
+	certs, err := peerCerts(filepath.Join(ws.dir, "etcd-pki"), 3)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
+	}
 	var initial []string
 	for i := range 3 {
-		initial = append(initial, fmt.Sprintf("e%d=http://127.0.0.1:%d", i+1, ports[3+i]))
+		initial = append(initial, fmt.Sprintf("e%d=https://127.0.0.1:%d", i+1, ports[3+i]))
 	}
 	token := "storebench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	for i := range 3 {
 		name := "e" + strconv.Itoa(i+1)
 		dir := filepath.Join(ws.dir, "etcd-"+name)
 		m := &etcdMember{name: name, clientURL: "http://127.0.0.1:" + strconv.Itoa(ports[i])}
-		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[3+i])
+		peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[3+i])
 		p, err := ws.start("etcd-"+name, etcdEnv(), bin,
 			"--name", name, "--data-dir", dir,
 			"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
 			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster", strings.Join(initial, ","),
 			"--initial-cluster-state", "new", "--initial-cluster-token", token,
+			"--peer-cert-file", certs.cert[i], "--peer-key-file", certs.key[i], "--peer-trusted-ca-file", certs.ca, "--peer-client-cert-auth",
 			"--logger", "zap", "--log-outputs", "stderr")
 		if err != nil {
 			return nil, fmt.Errorf("start etcd: %w", err)
@@ -169,4 +183,67 @@ func etcdEnv() []string {
 		env = append(env, "ETCD_UNSUPPORTED_ARCH="+runtime.GOARCH)
 	}
 	return env
+}
+
+// peerPKI is a CA and a certificate per member, in files.
+type peerPKI struct {
+	ca        string
+	cert, key []string
+}
+
+// peerCerts writes to dir a new CA and n member certificates for
+// 127.0.0.1, each for both ends of a peer link (P-256, as isle's).
+func peerCerts(dir string, n int) (peerPKI, error) {
+	var out peerPKI
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return out, err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return out, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "storebench etcd CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return out, err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	write := func(name, typ string, der []byte) (string, error) {
+		path := filepath.Join(dir, name)
+		return path, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+	}
+	if out.ca, err = write("ca.crt", "CERTIFICATE", caDER); err != nil {
+		return out, err
+	}
+	for i := range n {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return out, err
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: fmt.Sprintf("e%d", i+1)},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			KeyUsage:    x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			return out, err
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return out, err
+		}
+		certPath, err := write(fmt.Sprintf("e%d.crt", i+1), "CERTIFICATE", der)
+		if err != nil {
+			return out, err
+		}
+		keyPath, err := write(fmt.Sprintf("e%d.key", i+1), "EC PRIVATE KEY", keyDER)
+		if err != nil {
+			return out, err
+		}
+		out.cert, out.key = append(out.cert, certPath), append(out.key, keyPath)
+	}
+	return out, nil
 }
