@@ -328,6 +328,33 @@ func TestTenBoards(t *testing.T) {
 		if n := nodeMap(t, cs); !ready(n["x-lab"]) {
 			t.Error("x-lab is not Ready after its token was revoked")
 		}
+		// The server token replaced: every server takes the new one and
+		// refuses the old; the standby server below joins with it.
+		out, err = bs.run("token", "rotate", "--server", "--socket", sock)
+		if err != nil {
+			t.Fatalf("token rotate --server: %v\n%s", err, out)
+		}
+		fresh := strings.TrimSpace(out)
+		if tok, err := wire.ParseToken(fresh); err != nil || tok.IsAgent() || fresh == bs.token {
+			t.Fatalf("token rotate --server printed %q: %v", fresh, err)
+		}
+		waitFor(t, 15*time.Second, "every server's token file the new token", func() bool {
+			for _, b := range bs.all[:3] {
+				if tok, err := os.ReadFile(filepath.Join(b.dir, "token")); err != nil || strings.TrimSpace(string(tok)) != fresh {
+					return false
+				}
+			}
+			return true
+		})
+		for _, addr := range []string{"127.0.0.11:6443", "127.0.0.12:6443", "127.0.0.13:6443"} {
+			if out, err := bs.run("member", "list", "--server", addr, "--token", bs.token); err == nil || !strings.Contains(out, "not this cluster's") {
+				t.Errorf("member list at %s with the old server token: %v\n%s", addr, err, out)
+			}
+		}
+		bs.token = fresh
+		if out, err := bs.run("member", "list", "--server", "127.0.0.13:6443", "--token", bs.token); err != nil {
+			t.Errorf("member list with the new server token: %v\n%s", err, out)
+		}
 		// The ten boards again, for what follows.
 		lab1 := bs.all[len(bs.all)-1]
 		lab1.kill(t)

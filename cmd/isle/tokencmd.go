@@ -57,7 +57,7 @@ happens to the token they joined with. Run on a server, as root.`,
 			if desc != "" {
 				q.Set("description", desc)
 			}
-			var resp wire.NewAgentTokenResponse
+			var resp wire.NewTokenResponse
 			if err := tokenCall(cmd.Context(), http.MethodPost, socket, cluster.TokensPath+"?"+q.Encode(), &resp); err != nil {
 				return err
 			}
@@ -100,17 +100,27 @@ happens to the token they joined with. Run on a server, as root.`,
 		},
 	}
 
-	var rotAgent bool
+	var rotAgent, rotServer bool
 	rotate := &cobra.Command{
-		Use:   "rotate --agent",
-		Short: "Revoke every agent token and make a new one",
-		Args:  cobra.NoArgs,
+		Use:   "rotate --agent | --server",
+		Short: "Replace the agent tokens or the server token",
+		Long: `With --agent, revoke every agent token and make a new one. With --server,
+replace the server token: every server takes the new one within seconds (its
+DATA-DIR/token, and its CA key sealed anew) and refuses the old one. A server
+that is off takes it when it starts. Backups made before need the old token to
+be restored. Boards that have joined keep working either way. The new token
+is printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !rotAgent {
-				return errors.New("token rotate: give --agent")
+			if rotAgent == rotServer {
+				return errors.New("token rotate: give --agent or --server")
 			}
-			var resp wire.NewAgentTokenResponse
-			if err := tokenCall(cmd.Context(), http.MethodPost, socket, cluster.TokensPath+"/rotate?kind=agent", &resp); err != nil {
+			kind := "agent"
+			if rotServer {
+				kind = "server"
+			}
+			var resp wire.NewTokenResponse
+			if err := tokenCall(cmd.Context(), http.MethodPost, socket, cluster.TokensPath+"/rotate?kind="+kind, &resp); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), resp.Token)
@@ -118,6 +128,7 @@ happens to the token they joined with. Run on a server, as root.`,
 		},
 	}
 	rotate.Flags().BoolVar(&rotAgent, "agent", false, "replace the agent tokens")
+	rotate.Flags().BoolVar(&rotServer, "server", false, "replace the server token")
 	cmd.AddCommand(create, list, revoke, rotate)
 	return cmd
 }

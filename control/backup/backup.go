@@ -274,7 +274,7 @@ func (f *File) Open(tok wire.Token) ([]byte, error) {
 		return nil, fmt.Errorf("backup: open %s: %w", f.Name, err)
 	}
 	if subtle.ConstantTimeCompare(check, h.KeyCheck) != 1 {
-		return nil, fmt.Errorf("%w: %s: the token has the CA of cluster %s but not its secret", ErrWrongToken, f.Name, h.ClusterID)
+		return nil, fmt.Errorf("%w: %s: the token has the CA of cluster %s but not its secret (if the server token was replaced since the backup, give the token of its time)", ErrWrongToken, f.Name, h.ClusterID)
 	}
 	aead, err := newAEAD(key)
 	if err != nil {

@@ -27,9 +27,10 @@ import (
 // On the admin socket (root on a server), TokensPath serves `isle token`:
 //
 //	GET    /tokens                          the agent tokens (wire.AgentTokenInfo)
-//	POST   /tokens?ttl=D&description=T      a new agent token (wire.NewAgentTokenResponse)
+//	POST   /tokens?ttl=D&description=T      a new agent token (wire.NewTokenResponse)
 //	DELETE /tokens/ID                       revoke one
 //	POST   /tokens/rotate?kind=agent        revoke every agent token, make a new one
+//	POST   /tokens/rotate?kind=server       a new server token (servertoken.go)
 const (
 	agentTokenPrefix = "/isle/agenttokens/"
 	agentTokenFile   = "agent-token"
@@ -108,8 +109,8 @@ func (k *tokenKeeper) list() []wire.AgentTokenInfo {
 // create makes an agent token valid for ttl (0: until revoked). Tokens
 // expired a day ago go in the same transaction; revokeAll (rotation)
 // revokes every other one too.
-func (k *tokenKeeper) create(ctx context.Context, ttl time.Duration, desc string, revokeAll bool) (wire.NewAgentTokenResponse, error) {
-	var resp wire.NewAgentTokenResponse
+func (k *tokenKeeper) create(ctx context.Context, ttl time.Duration, desc string, revokeAll bool) (wire.NewTokenResponse, error) {
+	var resp wire.NewTokenResponse
 	id, bearer, err := pki.NewBearerToken()
 	if err != nil {
 		return resp, err
@@ -181,7 +182,7 @@ func (k *tokenKeeper) first(ctx context.Context, dir string) {
 }
 
 // handler serves TokensPath on the admin socket.
-func (k *tokenKeeper) handler() http.Handler {
+func (k *tokenKeeper) handler(server *serverTokens) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+TokensPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, k.list())
@@ -234,8 +235,10 @@ func (k *tokenKeeper) handler() http.Handler {
 				return
 			}
 			writeJSON(w, http.StatusOK, resp)
+		case "server":
+			server.serve(w, r)
 		default:
-			httpError(w, http.StatusBadRequest, fmt.Sprintf("kind %q: want agent", kind))
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("kind %q: want agent or server", kind))
 		}
 	})
 	return mux

@@ -40,7 +40,7 @@ func TestAgentTokens(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	tokens := &tokenKeeper{node: srv.node, ca: id.CA, gossipKey: key, now: clock, log: log}
 	h := &joinHandler{node: srv.node, id: id, gossipKey: key, tokens: tokens, log: log, members: &membership{node: srv.node, boards: noBoards{}}}
-	admin := tokens.handler()
+	admin := tokens.handler(&serverTokens{node: srv.node, id: id, gossipKey: key, dataDir: t.TempDir(), log: log, now: clock})
 
 	adminCall := func(method, path string) (int, []byte) {
 		w := httptest.NewRecorder()
@@ -50,7 +50,7 @@ func TestAgentTokens(t *testing.T) {
 	create := func(query string) wire.Token {
 		t.Helper()
 		code, b := adminCall(http.MethodPost, TokensPath+query)
-		var resp wire.NewAgentTokenResponse
+		var resp wire.NewTokenResponse
 		if code != http.StatusCreated || json.Unmarshal(b, &resp) != nil {
 			t.Fatalf("POST %s: %d %s", TokensPath+query, code, b)
 		}
@@ -142,7 +142,7 @@ func TestAgentTokens(t *testing.T) {
 	// Rotation revokes every agent token and makes one that works.
 	other := create("")
 	code, b = adminCall(http.MethodPost, TokensPath+"/rotate?kind=agent")
-	var rot wire.NewAgentTokenResponse
+	var rot wire.NewTokenResponse
 	if code != http.StatusOK || json.Unmarshal(b, &rot) != nil {
 		t.Fatalf("rotate: %d %s", code, b)
 	}

@@ -62,7 +62,7 @@ func backupData(ctx context.Context, node *raft.Node, id Identity, name string) 
 	if err != nil {
 		return nil, backup.Header{}, fmt.Errorf("backup: %w", err)
 	}
-	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.secret(), pki.InfoCAKey)
 	if err != nil {
 		return nil, backup.Header{}, fmt.Errorf("backup: %w", err)
 	}
@@ -73,7 +73,7 @@ func backupData(ctx context.Context, node *raft.Node, id Identity, name string) 
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(b.KV) + len(b.KV)/64 + 8192)
-	if err := backup.Write(&buf, h, b.KV, id.Token.Secret); err != nil {
+	if err := backup.Write(&buf, h, b.KV, id.secret()); err != nil {
 		return nil, h, err
 	}
 	return buf.Bytes(), h, nil

@@ -57,7 +57,7 @@ func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, c
 
 // ensureCA stores the CA certificate and its sealed key, unless present.
 func ensureCA(ctx context.Context, store *registry.Store, id Identity) error {
-	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(id.CA.Signer().KeyPEM, id.secret(), pki.InfoCAKey)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func (r *caRotator) step(ctx context.Context) error {
 
 // newKeyPair opens the new CA's key with the token's secret.
 func (r *caRotator) newKeyPair(rec wire.CARotation) (*pki.KeyPair, error) {
-	keyPEM, err := pki.Open(rec.NewKeySealed, r.id.Token.Secret, pki.InfoCAKey)
+	keyPEM, err := pki.Open(rec.NewKeySealed, r.id.secret(), pki.InfoCAKey)
 	if err != nil {
 		return nil, fmt.Errorf("the new CA's key does not open with this server's token: %w", err)
 	}
@@ -162,7 +162,7 @@ func (r *caRotator) apply(rec wire.CARotation, newKP *pki.KeyPair) error {
 		if err := writeFile(r.dataDir, caCertFile, newKP.CertPEM); err != nil {
 			return err
 		}
-		tok := r.id.Token
+		tok := r.id.token()
 		tok.CAHash = wire.CAHash(newKP.Cert)
 		if err := writeFile(r.dataDir, tokenFile, []byte(tok.String()+"\n")); err != nil {
 			return err
@@ -292,7 +292,7 @@ func (r *caRotator) status(rec wire.CARotation) wire.CARotationStatus {
 	st.NewKeySealed = nil
 	if rec.Phase == wire.CAPhaseDone {
 		if c, err := wire.ParseCertPEM(rec.New); err == nil {
-			tok := r.id.Token
+			tok := r.id.token()
 			tok.CAHash = wire.CAHash(c)
 			st.Token = tok.String()
 		}
@@ -320,7 +320,7 @@ func (r *caRotator) start(ctx context.Context) (wire.CARotation, error) {
 	if err != nil {
 		return cur, err
 	}
-	sealed, err := pki.Seal(kp.KeyPEM, r.id.Token.Secret, pki.InfoCAKey)
+	sealed, err := pki.Seal(kp.KeyPEM, r.id.secret(), pki.InfoCAKey)
 	if err != nil {
 		return cur, err
 	}

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -186,6 +187,7 @@ func Open(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Identity.live = new(atomic.Pointer[wire.Token])
 	apiServer := "https://" + cfg.APIAdvertise
 	if cfg.VIP.IsValid() {
 		apiServer = "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
@@ -358,6 +360,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	rotator := &caRotator{node: node, store: store, id: id, name: cfg.Name, dataDir: cfg.DataDir,
 		leaves: []*pki.Leaf{serving, nodeClient, s.member}, kubeconfig: kick, log: log, now: cfg.Now}
 	go s.member.Run(runCtx, log)
+	serverTok := &serverTokens{node: node, id: id, gossipKey: cfg.GossipKey, dataDir: cfg.DataDir, log: log, now: cfg.Now}
+	go serverTok.run(runCtx)
 	go s.raftTLS.register(runCtx)
 	go rotator.run(runCtx)
 	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
@@ -401,7 +405,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.HandleFunc(CARotationPath, rotator.handler)
-		th := tokens.handler()
+		th := tokens.handler(serverTok)
 		mux.Handle(TokensPath, th)
 		mux.Handle(TokensPath+"/", th)
 		if cfg.Debug {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/isle-cluster/isle/control/pki"
@@ -16,7 +17,8 @@ import (
 
 // The files a server keeps in its data directory besides the store:
 //
-//	token               the cluster token (0600): it decrypts the CA key
+//	token               the server token (0600): it decrypts the CA key
+//	token.next          while the server token is replaced, the new one (servertoken.go)
 //	pki/ca.crt          the cluster CA certificate
 //	pki/ca.key.sealed   the CA key, sealed with the token's secret
 //	pki/ca-next.*       while the CA is replaced, the new one (carotation.go)
@@ -40,7 +42,23 @@ const (
 type Identity struct {
 	Token wire.Token
 	CA    *pki.CA
+	// live, once the server runs, holds the server token as it is now:
+	// isle token rotate --server replaces it (servertoken.go).
+	live *atomic.Pointer[wire.Token]
 }
+
+// token is the server token now.
+func (id Identity) token() wire.Token {
+	if id.live != nil {
+		if t := id.live.Load(); t != nil {
+			return *t
+		}
+	}
+	return id.Token
+}
+
+// secret is the server token's secret now.
+func (id Identity) secret() string { return id.token().Secret }
 
 // localInfo is cluster.json.
 type localInfo struct {
@@ -83,8 +101,21 @@ func LoadIdentity(dir string) (Identity, error) {
 		return id, fmt.Errorf("load identity: %s: %w", filepath.Join(dir, tokenFile), err)
 	}
 	if id.CA, err = loadCA(dir, id.Token); err != nil {
-		return id, fmt.Errorf("load identity: %w", err)
+		// A crash while the server token was replaced (saveServerToken)
+		// left the CA key sealed with the next token's secret.
+		next, nerr := loadNextToken(dir)
+		if nerr != nil {
+			return id, fmt.Errorf("load identity: %w", err)
+		}
+		if id.CA, nerr = loadCA(dir, next); nerr != nil {
+			return id, fmt.Errorf("load identity: %w", err)
+		}
+		id.Token = next
+		if err := writeFile(dir, tokenFile, []byte(next.String()+"\n")); err != nil {
+			return id, fmt.Errorf("load identity: finish the server token's replacement: %w", err)
+		}
 	}
+	_ = os.Remove(filepath.Join(dir, tokenNextFile))
 	if h := wire.CAHash(id.CA.Cert()); h != id.Token.CAHash {
 		// The CA was replaced and the server stopped before it rewrote
 		// the token: the token's secret opens the CA's key, which is
@@ -96,6 +127,16 @@ func LoadIdentity(dir string) (Identity, error) {
 		removeNextCA(dir)
 	}
 	return id, nil
+}
+
+// loadNextToken reads the token a replacement of the server token was
+// writing.
+func loadNextToken(dir string) (wire.Token, error) {
+	b, err := os.ReadFile(filepath.Join(dir, tokenNextFile))
+	if err != nil {
+		return wire.Token{}, err
+	}
+	return wire.ParseToken(strings.TrimSpace(string(b)))
 }
 
 // loadCA reads the CA of dir, its key opened with tok's secret. After a

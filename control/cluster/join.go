@@ -49,7 +49,7 @@ func (h *joinHandler) authenticate(r *http.Request) (access, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: no token sent", errTokenRefused)
 	}
-	if subtle.ConstantTimeCompare([]byte(bearer), []byte(h.id.Token.Secret)) == 1 {
+	if subtle.ConstantTimeCompare([]byte(bearer), []byte(h.id.secret())) == 1 {
 		return accessServer, nil
 	}
 	if err := h.tokens.checkAgent(bearer); err != nil {
@@ -157,7 +157,7 @@ func (h *joinHandler) join(ctx context.Context, w http.ResponseWriter, r *http.R
 			httpError(w, code, err.Error())
 			return
 		}
-		sealed, err := pki.Seal(h.id.CA.Signer().KeyPEM, h.id.Token.Secret, pki.InfoCAKey)
+		sealed, err := pki.Seal(h.id.CA.Signer().KeyPEM, h.id.secret(), pki.InfoCAKey)
 		if err != nil {
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return

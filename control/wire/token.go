@@ -41,7 +41,8 @@ var secretEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").With
 //
 // A server token (ISLE1::<hash>::<secret>) admits servers and agents; its
 // secret is also the key material for Seal of the CA key, and servers
-// alone keep it. An agent token (ISLE1::<hash>::<id>.<secret>::<gossip
+// alone keep it. A replaced one (isle token rotate --server) carries the
+// gossip key as a fourth part: its secret no longer derives it. An agent token (ISLE1::<hash>::<id>.<secret>::<gossip
 // key>) admits agents alone: the servers keep only its hash, under its
 // ID, and it carries the gossip key through which the joiner finds the
 // servers (what every agent holds anyway once joined).
@@ -51,7 +52,8 @@ type Token struct {
 	// Secret is 32 lowercase base32 characters (160 bits) in a server
 	// token, 16 to 64 of [a-z0-9] in an agent token.
 	Secret string
-	// Agent tokens only: the token's ID ([a-z0-9]{6}) and the gossip key.
+	// ID is an agent token's ([a-z0-9]{6}). GossipKey is the gossip key
+	// an agent token or a replaced server token carries.
 	ID        string
 	GossipKey []byte
 }
@@ -140,7 +142,7 @@ func ParseToken(s string) (Token, error) {
 	if _, err := hex.DecodeString(hash); err != nil {
 		return Token{}, fmt.Errorf("wire: parse token: CA hash is not hex: %w", err)
 	}
-	if len(parts) == 4 {
+	if len(parts) == 4 && strings.Contains(parts[2], ".") {
 		return parseAgentToken(hashPrefix+hash, strings.ToLower(parts[2]), strings.ToLower(parts[3]))
 	}
 	secret := strings.ToLower(parts[2])
@@ -150,24 +152,41 @@ func ParseToken(s string) (Token, error) {
 	if _, err := secretEncoding.DecodeString(secret); err != nil {
 		return Token{}, fmt.Errorf("wire: parse token: secret is not base32 (a-z, 2-7): %w", err)
 	}
-	return Token{CAHash: hashPrefix + hash, Secret: secret}, nil
+	tok := Token{CAHash: hashPrefix + hash, Secret: secret}
+	if len(parts) == 4 {
+		// A replaced server token: its secret no longer derives the
+		// gossip key, which it carries.
+		k, err := parseGossipKey(strings.ToLower(parts[3]))
+		if err != nil {
+			return Token{}, err
+		}
+		tok.GossipKey = k
+	}
+	return tok, nil
+}
+
+func parseGossipKey(key string) ([]byte, error) {
+	if len(key) != gossipKeyLen {
+		return nil, fmt.Errorf("wire: parse token: gossip key has %d characters, want %d", len(key), gossipKeyLen)
+	}
+	k, err := secretEncoding.DecodeString(key)
+	if err != nil {
+		return nil, fmt.Errorf("wire: parse token: gossip key is not base32 (a-z, 2-7): %w", err)
+	}
+	return k, nil
 }
 
 func parseAgentToken(caHash, secret, key string) (Token, error) {
-	id, sec, ok := strings.Cut(secret, ".")
+	id, sec, _ := strings.Cut(secret, ".")
 	switch {
-	case !ok:
-		return Token{}, fmt.Errorf("wire: parse token: an agent token's third part is <id>.<secret>; it has no '.'")
 	case !ValidAgentTokenID(id):
 		return Token{}, fmt.Errorf("wire: parse token: an agent token's ID is %d of a-z and 0-9, not %q", agentIDLen, id)
 	case !isAgentSecret(sec):
 		return Token{}, fmt.Errorf("wire: parse token: an agent token's secret has %d to %d characters of a-z and 0-9; this one has %d", agentMinSecretLen, agentMaxSecretLen, len(sec))
-	case len(key) != gossipKeyLen:
-		return Token{}, fmt.Errorf("wire: parse token: gossip key has %d characters, want %d", len(key), gossipKeyLen)
 	}
-	k, err := secretEncoding.DecodeString(key)
+	k, err := parseGossipKey(key)
 	if err != nil {
-		return Token{}, fmt.Errorf("wire: parse token: gossip key is not base32 (a-z, 2-7): %w", err)
+		return Token{}, err
 	}
 	return Token{CAHash: caHash, ID: id, Secret: sec, GossipKey: k}, nil
 }
@@ -175,7 +194,7 @@ func parseAgentToken(caHash, secret, key string) (Token, error) {
 // String returns the text form ParseToken reads.
 func (t Token) String() string {
 	s := tokenPrefix + tokenSep + strings.TrimPrefix(t.CAHash, hashPrefix) + tokenSep + t.Bearer()
-	if t.IsAgent() {
+	if len(t.GossipKey) > 0 {
 		s += tokenSep + secretEncoding.EncodeToString(t.GossipKey)
 	}
 	return s
@@ -200,9 +219,9 @@ type AgentTokenInfo struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
-// NewAgentTokenResponse answers the creation of an agent token: the
-// token, shown this once.
-type NewAgentTokenResponse struct {
+// NewTokenResponse answers the creation of a token: the token, shown
+// this once, and for an agent token what isle token list shows of it.
+type NewTokenResponse struct {
 	Token string         `json:"token"`
-	Info  AgentTokenInfo `json:"info"`
+	Info  AgentTokenInfo `json:"info,omitzero"`
 }

@@ -68,10 +68,15 @@ func TestAgentTokenRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, tok) {
 		t.Fatalf("ParseToken(%q) = %+v, %v; want %+v", s, got, err, tok)
 	}
-	// A server token is not an agent token, and its Bearer is its secret.
+	// A server token is not an agent token, and its Bearer is its secret;
+	// a replaced one carries the gossip key.
 	srv, err := wire.NewToken(ca.Cert())
 	if err != nil || srv.IsAgent() || srv.Bearer() != srv.Secret {
 		t.Errorf("server token: IsAgent %v, Bearer %q, err %v", srv.IsAgent(), srv.Bearer(), err)
+	}
+	srv.GossipKey = key
+	if got, err := wire.ParseToken(srv.String()); err != nil || got.IsAgent() || !reflect.DeepEqual(got, srv) {
+		t.Errorf("a server token with the gossip key: %q parsed as %+v, %v", srv.String(), got, err)
 	}
 	for _, bad := range []struct {
 		bearer string
@@ -94,7 +99,8 @@ func TestParseTokenRejects(t *testing.T) {
 		{"empty", "", "got 1 part(s)"},
 		{"two parts", "ISLE1::" + hash, "got 2 part(s)"},
 		{"five parts", "ISLE1::" + hash + "::" + secret + "::x::y", "got 5 part(s)"},
-		{"agent token without id", "ISLE1::" + hash + "::" + agentSecret + "::" + gossipKey, "has no '.'"},
+		{"agent token without id", "ISLE1::" + hash + "::" + agentSecret + "::" + gossipKey, "secret is not base32"},
+		{"server token with a short key", "ISLE1::" + hash + "::" + secret + "::" + gossipKey[:50], "gossip key has 50 characters, want 52"},
 		{"agent token with a short id", "ISLE1::" + hash + "::abc." + agentSecret + "::" + gossipKey, `ID is 6 of a-z and 0-9, not "abc"`},
 		{"agent token with a short secret", "ISLE1::" + hash + "::abc123.abc::" + gossipKey, "secret has 16 to 64 characters of a-z and 0-9; this one has 3"},
 		{"agent token with a symbol", "ISLE1::" + hash + "::abc123." + agentSecret[:15] + "_::" + gossipKey, "secret has 16 to 64"},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -175,12 +176,15 @@ func (s *State) Token() (string, error) { return s.tokenFile("token") }
 // AgentToken returns the agent token the first server made.
 func (s *State) AgentToken() (string, error) { return s.tokenFile("agent-token") }
 
-// tokenFor returns the token a board of role joins with.
+// tokenFor returns the token a board of role joins with: an agent the
+// agent token, unless the cluster was made by a release without them.
 func (s *State) tokenFor(role string) (string, error) {
-	if role == RoleServer {
-		return s.Token()
+	if role != RoleServer {
+		if tok, err := s.AgentToken(); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return tok, err
+		}
 	}
-	return s.AgentToken()
+	return s.Token()
 }
 
 func (s *State) tokenFile(name string) (string, error) {

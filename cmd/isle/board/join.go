@@ -34,10 +34,10 @@ func join(ctx context.Context, cfg Config, req wire.JoinRequest) (wire.Token, wi
 			return tok, wire.JoinResponse{}, wire.Credential{}, err
 		}
 	}
-	// An agent token carries the gossip key; a server token's secret
-	// derives it.
+	// An agent token or a replaced server token carries the gossip key;
+	// the cluster's first server token derives it.
 	key := tok.GossipKey
-	if !tok.IsAgent() {
+	if key == nil {
 		if key, err = gossip.DeriveKey(tok.Secret); err != nil {
 			return tok, wire.JoinResponse{}, wire.Credential{}, err
 		}

@@ -40,7 +40,15 @@ func runServer(ctx context.Context, cfg Config) error {
 	if ccfg.Identity, ccfg.Boot, err = establishIdentity(ctx, cfg, ccfg); err != nil {
 		return err
 	}
-	if ccfg.GossipKey, err = gossip.DeriveKey(ccfg.Identity.Token.Secret); err != nil {
+	// The gossip key: the one in the server's credential once it has run
+	// (a replaced server token does not change it), else the one a
+	// replaced token carries, else derived from the token's secret.
+	if cred, ok, _ := wire.LoadCredential(cfg.DataDir); ok && len(cred.GossipKey) > 0 {
+		ccfg.GossipKey = cred.GossipKey
+	} else if ccfg.GossipKey = ccfg.Identity.Token.GossipKey; ccfg.GossipKey == nil {
+		ccfg.GossipKey, err = gossip.DeriveKey(ccfg.Identity.Token.Secret)
+	}
+	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	// A new or joining server set its clock already; a restarting one
