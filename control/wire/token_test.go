@@ -146,3 +146,29 @@ func newCA(t *testing.T) *pki.CA {
 	}
 	return ca
 }
+
+// FuzzParseToken feeds ParseToken what a board's config file may hold:
+// nothing panics, and a token it takes prints as text that parses to the
+// same token.
+func FuzzParseToken(f *testing.F) {
+	hash := strings.Repeat("ab", 32)
+	for _, seed := range []string{
+		"ISLE1::" + hash + "::" + strings.Repeat("a2", 16),
+		"ISLE1::" + hash + "::" + strings.Repeat("a2", 16) + "::" + strings.Repeat("k", 52),
+		"ISLE1::" + hash + "::abc123." + strings.Repeat("x9", 16) + "::" + strings.Repeat("k", 52),
+		"ISLE1::" + hash + "::abc123.x::y",
+		"K10" + hash + "::server:secret",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := wire.ParseToken(s)
+		if err != nil {
+			return
+		}
+		again, err := wire.ParseToken(tok.String())
+		if err != nil || !reflect.DeepEqual(again, tok) {
+			t.Fatalf("%q parsed as %+v, printed %q, parsed again as %+v, %v", s, tok, tok.String(), again, err)
+		}
+	})
+}
