@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -427,6 +428,54 @@ func TestTenBoards(t *testing.T) {
 		if v := scrape(t, kc, "isle_raft_transport_plain_connections_total"); v != 0 {
 			t.Fatalf("%v plain Raft connections in a cluster of this release", v)
 		}
+	})
+
+	t.Run("Secrets encrypted at rest", func(t *testing.T) {
+		sock := filepath.Join(s1.dir, "run", "admin.sock")
+		waitFor(t, 30*time.Second, "the cluster's first key for the Secrets", func() bool {
+			out, err := bs.run("secrets", "status", "--socket", sock)
+			return err == nil && strings.Contains(out, "every Secret under it")
+		})
+		marker := fmt.Sprintf("isle-at-rest-%d", time.Now().UnixNano())
+		ctx := context.Background()
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "at-rest"},
+			Data: map[string][]byte{"password": []byte(marker)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		check := func() {
+			t.Helper()
+			sec, err := cs.CoreV1().Secrets("default").Get(ctx, "at-rest", metav1.GetOptions{})
+			if err != nil || string(sec.Data["password"]) != marker {
+				t.Fatalf("the Secret through the API: %v", err)
+			}
+			// Every server's store files: the WAL and the snapshots.
+			for _, b := range bs.all[:3] {
+				err := filepath.WalkDir(filepath.Join(b.dir, "store"), func(path string, d os.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					data, err := os.ReadFile(path)
+					if err != nil {
+						return err
+					}
+					for _, clear := range []string{marker, base64.StdEncoding.EncodeToString([]byte(marker))} {
+						if bytes.Contains(data, []byte(clear)) {
+							t.Errorf("%s holds the Secret's value in clear", path)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		check()
+		out, err := bs.run("secrets", "rotate-key", "--socket", sock)
+		if err != nil || !strings.Contains(out, "every Secret under it") {
+			t.Fatalf("secrets rotate-key: %v\n%s", err, out)
+		}
+		check()
 	})
 
 	t.Run("plaintext gossip sees no one", func(t *testing.T) {

@@ -340,7 +340,11 @@ const nodesKeyPrefix = "/registry/core/nodes/"
 func (s *Server) Run(ctx context.Context, boards Boards) error {
 	cfg, node, log, reg := s.cfg, s.node, s.cfg.Logger, s.cfg.Metrics
 	id := cfg.Identity
-	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR})
+	secrets := &secretsKeys{node: node, ca: id.CA, log: log}
+	if err := secrets.load(); err != nil {
+		log.Warn("cluster: the Secrets' keys are not read yet", "err", err)
+	}
+	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR, Secrets: secrets})
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
 	members := &membership{node: node, boards: boards, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
@@ -362,6 +366,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	go s.member.Run(runCtx, log)
 	serverTok := &serverTokens{node: node, id: id, gossipKey: cfg.GossipKey, dataDir: cfg.DataDir, log: log, now: cfg.Now}
 	go serverTok.run(runCtx)
+	go secrets.follow(runCtx)
 	go s.raftTLS.register(runCtx)
 	go rotator.run(runCtx)
 	nodeTLS := pki.ClientConfig(id.CA, nodeClient)
@@ -405,6 +410,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.HandleFunc(CARotationPath, rotator.handler)
+		mux.Handle(SecretsPath, secrets.handler())
+		mux.Handle(SecretsPath+"/", secrets.handler())
 		th := tokens.handler(serverTok)
 		mux.Handle(TokensPath, th)
 		mux.Handle(TokensPath+"/", th)
@@ -433,6 +440,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		go members.maintain(ctx)
 		go s.raftTLS.maintain(ctx)
+		go secrets.maintain(ctx)
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.BundlePEM),
 			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),

@@ -48,10 +48,10 @@ type serverTokens struct {
 	node      *raft.Node
 	id        Identity
 	gossipKey []byte // carried by the new token: its secret does not derive it
-	dataDir string
-	log     *slog.Logger
-	now     func() time.Time
-	applied int64 // the record's revision applied
+	dataDir   string
+	log       *slog.Logger
+	now       func() time.Time
+	applied   int64 // the record's revision applied
 }
 
 // rotate makes a new server token, records it and applies it here.

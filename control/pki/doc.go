@@ -1,8 +1,9 @@
 // Package pki holds the cluster's certificates and secrets for isle's API
-// server: the cluster CA and the certificates it issues, the join token,
-// sealing of the CA key (and of backups' contents), TLS configurations,
-// node bearer tokens and admin kubeconfigs. Secret objects are not
-// encrypted in the store's WAL and snapshots yet.
+// server: the cluster CA and the certificates it issues (the store
+// members' among them, member.go), sealing of the CA key (and of backups'
+// contents and the Secrets' keys), TLS configurations, node bearer tokens
+// and admin kubeconfigs. The Secrets themselves are encrypted in the
+// store by control/cluster (secretskeys.go).
 //
 // It uses the standard library only (ECDSA P-256, X.509, HKDF-SHA256,
 // AES-256-GCM), plus sigs.k8s.io/yaml to write kubeconfigs.

@@ -50,7 +50,7 @@ func (s *Store) WatchChanges(ctx context.Context) (<-chan []Change, error) {
 		for batch := range w.C() {
 			changes := make([]Change, 0, len(batch))
 			for _, ev := range batch {
-				changes = append(changes, changeOf(ev))
+				changes = append(changes, s.changeOf(ev))
 			}
 			select {
 			case out <- changes:
@@ -62,13 +62,17 @@ func (s *Store) WatchChanges(ctx context.Context) (<-chan []Change, error) {
 	return out, nil
 }
 
-func changeOf(ev kv.Event) Change {
+func (s *Store) changeOf(ev kv.Event) Change {
 	c := Change{Deleted: ev.Type == kv.EventDelete}
 	value := ev.KV.Value
 	if c.Deleted && ev.Prev != nil {
 		value = ev.Prev.Value
 	}
-	if md, ok := parseMeta(value); ok {
+	value, err := s.open(ev.KV.Key, value)
+	if err != nil {
+		s.log.Warn("registry: a stored change does not decrypt", "key", ev.KV.Key, "err", err)
+	}
+	if md, ok := parseMeta(value); err == nil && ok {
 		c.Meta = metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace, UID: md.UID, DeletionTimestamp: md.DeletionTimestamp,
 			Finalizers: md.Finalizers, OwnerReferences: md.OwnerReferences}
 	}

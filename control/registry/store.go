@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ type Store struct {
 	// writeTimeout bounds a write's wait for the store (then 503/504).
 	writeTimeout time.Duration
 	serviceRange netip.Prefix
+	secrets      ValueCipher
 }
 
 // Config configures a Store.
@@ -41,7 +43,21 @@ type Config struct {
 	WriteTimeout time.Duration
 	// ServiceCIDR is the range of Service cluster IPs. Default 10.43.0.0/16.
 	ServiceCIDR netip.Prefix
+	// Secrets, if set, encrypts the Secrets as they are stored and
+	// decrypts them as they are read.
+	Secrets ValueCipher
 }
+
+// ValueCipher encrypts stored values (AEAD), bound to their key: a value
+// moved to another key does not open. Open takes values stored before
+// there was a cipher as they are.
+type ValueCipher interface {
+	Seal(key string, plain []byte) ([]byte, error)
+	Open(key string, stored []byte) ([]byte, error)
+}
+
+// SecretsPrefix is where the Secrets are stored.
+const SecretsPrefix = "/registry/core/secrets/"
 
 // New returns a Store.
 func New(cfg Config) *Store {
@@ -61,7 +77,7 @@ func New(cfg Config) *Store {
 		cfg.ServiceCIDR = DefaultServiceCIDR
 	}
 	return &Store{node: cfg.Node, resources: cfg.Resources, now: cfg.Now, log: cfg.Logger,
-		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked()}
+		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked(), secrets: cfg.Secrets}
 }
 
 // Resources returns the served resources.
@@ -107,7 +123,11 @@ func convert(r *Resource, obj runtime.Object, to *Resource) (runtime.Object, err
 // fromStore decodes a stored value as resource r, with its resourceVersion.
 func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 	sr := s.storageResource(r)
-	obj, err := decodeStored(sr, v.Value)
+	value, err := s.open(v.Key, v.Value)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
+	}
+	obj, err := decodeStored(sr, value)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
 	}
@@ -119,6 +139,26 @@ func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 	m, _ := meta.Accessor(obj)
 	m.SetResourceVersion(strconv.FormatInt(v.ModRevision, 10))
 	return obj, nil
+}
+
+// open decrypts a stored value of a key that is encrypted.
+func (s *Store) open(key string, value []byte) ([]byte, error) {
+	if s.secrets == nil || !strings.HasPrefix(key, SecretsPrefix) {
+		return value, nil
+	}
+	return s.secrets.Open(key, value)
+}
+
+// seal encrypts a value to store under key, if its key is encrypted.
+func (s *Store) seal(key string, value []byte) ([]byte, error) {
+	if s.secrets == nil || !strings.HasPrefix(key, SecretsPrefix) {
+		return value, nil
+	}
+	v, err := s.secrets.Seal(key, value)
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable("the Secrets' encryption key is not ready on this server: " + err.Error())
+	}
+	return v, nil
 }
 
 // toStore encodes an object of resource r in its storage version, without

@@ -96,6 +96,9 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 		return obj, nil
 	}
 	key := objectKey(r, m.GetNamespace(), m.GetName())
+	if data, err = s.seal(key, data); err != nil {
+		return nil, err
+	}
 	ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claimsOf(r, obj)...)
 	res, err := s.propose(ctx, ops...)
 	if err != nil {
@@ -292,7 +295,11 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		if opts.DryRun {
 			return obj, nil
 		}
-		ops := append([]kv.Op{{Type: kv.OpPut, Key: objectKey(r, ns, name), Value: data, IfModRev: oldRev}}, claimChanges(r, old, obj)...)
+		key := objectKey(r, ns, name)
+		if data, err = s.seal(key, data); err != nil {
+			return nil, err
+		}
+		ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: oldRev}}, claimChanges(r, old, obj)...)
 		res, err := s.propose(ctx, ops...)
 		if err != nil {
 			return nil, err

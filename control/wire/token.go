@@ -225,3 +225,18 @@ type NewTokenResponse struct {
 	Token string         `json:"token"`
 	Info  AgentTokenInfo `json:"info,omitzero"`
 }
+
+// SecretsStatus is the Secrets' encryption at rest, as `isle secrets
+// status` shows it.
+type SecretsStatus struct {
+	// Primary encrypts what is stored now; once Rewritten is Primary,
+	// every Secret is encrypted with it.
+	Primary   string `json:"primary"`
+	Rewritten string `json:"rewritten,omitempty"`
+	// Keys are the keys held, oldest first.
+	Keys []string `json:"keys"`
+	// Secrets are the Secrets stored, ByKey how many under each key
+	// ("none": in clear, stored before the cluster had a key).
+	Secrets int            `json:"secrets"`
+	ByKey   map[string]int `json:"byKey"`
+}
