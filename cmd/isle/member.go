@@ -45,7 +45,7 @@ elsewhere give --server host:port and --token.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "data directory of a server (for its API address and token)")
 	pf.StringVar(&f.server, "server", "", "API address (host:port) of a server (default: the one in DATA-DIR)")
-	pf.StringVar(&f.token, "token", "", "the cluster token (default: the one in DATA-DIR)")
+	pf.StringVar(&f.token, "token", "", "the server token (default: the one in DATA-DIR)")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the boards",

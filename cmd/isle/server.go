@@ -65,10 +65,11 @@ func newServerCommand() *cobra.Command {
 		Long: `Run a control-plane board: a member of the replicated store and a
 Kubernetes API server (HTTPS on --api-port).
 
-The first board starts the cluster with --init; it prints the cluster token
-and keeps it in DATA-DIR/token. The others join with --join, giving the
+The first board starts the cluster with --init; it keeps the server token in
+DATA-DIR/token and an agent token in DATA-DIR/agent-token (never printed or
+logged). The other servers join with --join, giving the
 address of any board of the cluster (server or agent; its gossip port 7946 if
-no port is given), and --token. The first three servers vote in the store;
+no port is given), and the server token. The first three servers vote in the store;
 further ones are standbys that replace a removed voter. A data directory that
 already holds a server restarts it: --init, --join and --token are then
 ignored, so the same command line works after a reboot.`,
@@ -80,8 +81,8 @@ ignored, so the same command line works after a reboot.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.init, "init", false, "start a new cluster with this board as its first server")
 	fl.StringSliceVar(&f.join, "join", nil, "address (host or host:port) of any board of the cluster to join; repeat or separate with commas for more")
-	fl.StringVar(&f.token, "token", "", "the cluster token (in the first server's DATA-DIR/token); on the command line every user of the board sees it: prefer --token-file")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the cluster token, which only its owner may read (mode 0600)")
+	fl.StringVar(&f.token, "token", "", "the server token (in the first server's DATA-DIR/token); on the command line every user of the board sees it: prefer --token-file")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the server token, which only its owner may read (mode 0600)")
 	fl.StringVar(&f.dataDir, "data-dir", "/var/lib/isle", "directory for the store and the cluster's keys")
 	fl.StringVar(&f.name, "name", "", "server name (default: the hostname)")
 	fl.StringVar(&f.address, "address", "127.0.0.1", "this board's address, which the other boards reach it at; auto: the address of the interface of its default route")

@@ -24,7 +24,7 @@ func newSnapshotCommand() *cobra.Command {
 
 A backup holds every object of the store at one revision, the node
 credentials' hashes and the cluster CA. Its contents are encrypted with the
-cluster token's secret (Secret values are never in clear), and checksummed:
+server token's secret (the Secrets are encrypted inside too), and checksummed:
 a damaged file is refused with the offset of the damage. Servers write
 backups on their own with --snapshot-dir.`,
 	}
@@ -50,7 +50,7 @@ admin socket (--admin-socket of isle server), which takes root.`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "saved %s: cluster %s, revision %d, %d bytes, written by %s; restore it with the cluster token\n",
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "saved %s: cluster %s, revision %d, %d bytes, written by %s; restore it with the server token\n",
 				args[0], h.ClusterID, h.Revision, size, h.Member)
 			return err
 		},
@@ -102,7 +102,7 @@ it on the command line, where every user of the board sees it. A directory in us
 				return fmt.Errorf("snapshot restore: %w", err)
 			}
 			if token == "" {
-				return errors.New("snapshot restore: --token-file is required: a file with the cluster token the backup was made with (a server's DATA-DIR/token)")
+				return errors.New("snapshot restore: --token-file is required: a file with the server token the backup was made with (a server's DATA-DIR/token)")
 			}
 			tok, err := wire.ParseToken(token)
 			if err != nil {
@@ -120,7 +120,7 @@ it on the command line, where every user of the board sees it. A directory in us
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/isle", "data directory of the server that makes the new cluster (empty or new)")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the cluster token the backup was made with (mode 0600)")
-	cmd.Flags().StringVar(&token, "token", "", "the cluster token the backup was made with (prefer --token-file)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the server token the backup was made with (mode 0600)")
+	cmd.Flags().StringVar(&token, "token", "", "the server token the backup was made with (prefer --token-file)")
 	return cmd
 }
