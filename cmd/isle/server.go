@@ -67,10 +67,10 @@ Kubernetes API server (HTTPS on --api-port).
 
 The first board starts the cluster with --init; it keeps the server token in
 DATA-DIR/token and an agent token in DATA-DIR/agent-token (never printed or
-logged). The other servers join with --join, giving the
-address of any board of the cluster (server or agent; its gossip port 7946 if
-no port is given), and the server token. The first three servers vote in the store;
-further ones are standbys that replace a removed voter. A data directory that
+logged). The other servers join with --join, giving the address of any board
+of the cluster (server or agent; its gossip port 7946 if no port is given),
+and the server token. The first three servers vote in the store; further ones
+are standbys that replace a removed voter. A data directory that
 already holds a server restarts it: --init, --join and --token are then
 ignored, so the same command line works after a reboot.`,
 		Args:    cobra.NoArgs,
