@@ -306,7 +306,7 @@ func readToken(c *Config, v *yaml.Node) error {
 	}
 	t, err := wire.ParseToken(s) // its errors never show the secret
 	if err != nil {
-		return fmt.Errorf("not a cluster token (ISLE1::<CA hash>::<secret>, as the first server keeps it in its /var/lib/isle/token): %w", err)
+		return fmt.Errorf("not a join token (an agent token, as the first server keeps it in its /var/lib/isle/agent-token, or the server token of its /var/lib/isle/token): %w", err)
 	}
 	c.Token = t.String()
 	return nil

@@ -367,7 +367,7 @@ func TestExample(t *testing.T) {
 	// Every setting of the example, its # removed, is one Parse knows.
 	uncomment := regexp.MustCompile(`(?m)^#([a-z]|  )`)
 	text := uncomment.ReplaceAllString(firstboot.Example, "$1")
-	text = strings.Replace(text, "token: ISLE1::<CA hash>::<secret>", "token: "+testToken, 1)
+	text = strings.Replace(text, "token: ISLE1::<CA hash>::<id>.<secret>::<gossip key>", "token: "+testToken, 1)
 	text = strings.Replace(text, "\ninit: true\n", "\ninit: false\n", 1)
 	c, err := firstboot.Parse("isle.yaml.example", []byte(text))
 	if err != nil {
@@ -397,7 +397,7 @@ func TestBadSettings(t *testing.T) {
 		{"init not a bool", "role: server\ninit: yes\n", "2: init: want true or false"},
 		{"init and join", "role: server\ninit: true\njoin: [a]\n", "3: join: not with init"},
 		{"no token", "role: agent\n", "isle.yaml: token: required"},
-		{"bad token", "role: agent\ntoken: ISLE1::abc::def\n", "2: token: not a cluster token"},
+		{"bad token", "role: agent\ntoken: ISLE1::abc::def\n", "2: token: not a join token"},
 		{"token a list", "token: [a]\n", "1: token: want one value"},
 		{"empty value", tok + "hostname:\n", "2: hostname: no value"},
 		{"join element", tok + "join:\n  - a\n  - [b]\n", "4: join: want each element"},
