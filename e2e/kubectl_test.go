@@ -284,6 +284,36 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 		})
 	})
 
+	t.Run("RBAC objects", func(t *testing.T) {
+		mustMatch(t, "create role", k.ok(t, "create", "role", "pod-reader", "--verb=get,list,watch", "--resource=pods"),
+			`role.rbac.authorization.k8s.io/pod-reader created`)
+		mustMatch(t, "create rolebinding", k.ok(t, "create", "rolebinding", "read-pods", "--role=pod-reader", "--user=jane", "--serviceaccount=default:robot"),
+			`rolebinding.rbac.authorization.k8s.io/read-pods created`)
+		mustMatch(t, "create clusterrole", k.ok(t, "create", "clusterrole", "ns-viewer", "--verb=get,list", "--resource=namespaces"),
+			`clusterrole.rbac.authorization.k8s.io/ns-viewer created`)
+		mustMatch(t, "create clusterrolebinding", k.ok(t, "create", "clusterrolebinding", "view-ns", "--clusterrole=ns-viewer", "--group=students"),
+			`clusterrolebinding.rbac.authorization.k8s.io/view-ns created`)
+		mustMatch(t, "get roles", k.ok(t, "get", "roles"), `NAME +CREATED AT`, `pod-reader +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+		mustMatch(t, "get rolebindings -o wide", k.ok(t, "get", "rolebindings", "-o", "wide"),
+			`NAME +ROLE +AGE +USERS +GROUPS +SERVICEACCOUNTS`, `read-pods +Role/pod-reader +\S+ +jane +default/robot`)
+		mustMatch(t, "get clusterrolebindings -o wide", k.ok(t, "get", "clusterrolebinding", "view-ns", "-o", "wide"),
+			`view-ns +ClusterRole/ns-viewer +\S+ +students`)
+		if got := k.ok(t, "get", "role", "pod-reader", "-o", "jsonpath={.rules[0].verbs}"); got != `["get","list","watch"]` {
+			t.Errorf("the role's verbs: %s", got)
+		}
+		if got := k.ok(t, "get", "rolebinding", "read-pods", "-o", "jsonpath={.roleRef.apiGroup} {.subjects[0].apiGroup}"); got != "rbac.authorization.k8s.io rbac.authorization.k8s.io" {
+			t.Errorf("the binding's defaulted API groups: %q", got)
+		}
+		_, errOut, err := k.run("", "patch", "rolebinding", "read-pods", "--type=merge", "-p", `{"roleRef":{"name":"other"}}`)
+		if err == nil || !strings.Contains(errOut, "cannot change roleRef") {
+			t.Errorf("a binding's roleRef changed: %v %s", err, errOut)
+		}
+		k.ok(t, "delete", "rolebinding", "read-pods")
+		k.ok(t, "delete", "role", "pod-reader")
+		k.ok(t, "delete", "clusterrolebinding", "view-ns")
+		k.ok(t, "delete", "clusterrole", "ns-viewer")
+	})
+
 	t.Run("every server serves the same API", func(t *testing.T) {
 		k3 := newKubectlBin(t, bin, c.members[2], kubectl)
 		k3.ok(t, "create", "configmap", "from-three", "--from-literal=x=y")

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +104,11 @@ func fixtures() []fixture {
 	sa := corev1.ServiceAccount{ObjectMeta: meta("default", 3*24*time.Hour)}
 	ep := endpoints()
 	ic := ingressClass()
+	role := rbacv1.Role{ObjectMeta: meta("pod-reader", time.Hour), Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	clusterRole := rbacv1.ClusterRole{ObjectMeta: meta("view", 30*24*time.Hour)}
+	subjects := []rbacv1.Subject{{Kind: "User", Name: "jane"}, {Kind: "Group", Name: "students"}, {Kind: "ServiceAccount", Name: "robot", Namespace: "lab"}}
+	binding := rbacv1.RoleBinding{ObjectMeta: meta("read-pods", time.Hour), RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "pod-reader"}, Subjects: subjects}
+	clusterBinding := rbacv1.ClusterRoleBinding{ObjectMeta: meta("view-all", time.Hour), RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}, Subjects: subjects}
 
 	return []fixture{
 		{gr("", "namespaces"), []runtime.Object{&ns, ns.DeepCopy()}, &corev1.NamespaceList{Items: []corev1.Namespace{ns, ns}}},
@@ -127,6 +133,10 @@ func fixtures() []fixture {
 		{gr("autoscaling", "horizontalpodautoscalers"), []runtime.Object{&hpaV1}, &autoscalingv1.HorizontalPodAutoscalerList{Items: []autoscalingv1.HorizontalPodAutoscaler{hpaV1}}},
 		{gr("storage.k8s.io", "storageclasses"), []runtime.Object{&sc}, &storagev1.StorageClassList{Items: []storagev1.StorageClass{sc}}},
 		{gr("coordination.k8s.io", "leases"), []runtime.Object{&lease}, &coordinationv1.LeaseList{Items: []coordinationv1.Lease{lease}}},
+		{gr("rbac.authorization.k8s.io", "roles"), []runtime.Object{&role}, &rbacv1.RoleList{Items: []rbacv1.Role{role}}},
+		{gr("rbac.authorization.k8s.io", "clusterroles"), []runtime.Object{&clusterRole}, &rbacv1.ClusterRoleList{Items: []rbacv1.ClusterRole{clusterRole}}},
+		{gr("rbac.authorization.k8s.io", "rolebindings"), []runtime.Object{&binding}, &rbacv1.RoleBindingList{Items: []rbacv1.RoleBinding{binding}}},
+		{gr("rbac.authorization.k8s.io", "clusterrolebindings"), []runtime.Object{&clusterBinding}, &rbacv1.ClusterRoleBindingList{Items: []rbacv1.ClusterRoleBinding{clusterBinding}}},
 	}
 }
 

@@ -22,6 +22,8 @@ var byResource = map[schema.GroupResource]*Printer{
 	gr("networking.k8s.io", "ingresses"): Ingresses, gr("networking.k8s.io", "ingressclasses"): IngressClasses,
 	gr("autoscaling", "horizontalpodautoscalers"): HorizontalPodAutoscalers,
 	gr("storage.k8s.io", "storageclasses"):        StorageClasses, gr("coordination.k8s.io", "leases"): Leases,
+	gr("rbac.authorization.k8s.io", "roles"): Roles, gr("rbac.authorization.k8s.io", "clusterroles"): ClusterRoles,
+	gr("rbac.authorization.k8s.io", "rolebindings"): RoleBindings, gr("rbac.authorization.k8s.io", "clusterrolebindings"): ClusterRoleBindings,
 }
 
 func gr(group, resource string) schema.GroupResource {

@@ -96,6 +96,10 @@ func TestColumnsHeaders(t *testing.T) {
 		{gr("", "serviceaccounts"), []string{"Name", "Secrets", "Age"}, nil},
 		{gr("", "endpoints"), []string{"Name", "Endpoints", "Age"}, nil},
 		{gr("storage.k8s.io", "storageclasses"), []string{"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"}, nil},
+		{gr("rbac.authorization.k8s.io", "roles"), []string{"Name", "Created At"}, nil},
+		{gr("rbac.authorization.k8s.io", "clusterroles"), []string{"Name", "Created At"}, nil},
+		{gr("rbac.authorization.k8s.io", "rolebindings"), []string{"Name", "Role", "Age"}, []string{"Users", "Groups", "ServiceAccounts"}},
+		{gr("rbac.authorization.k8s.io", "clusterrolebindings"), []string{"Name", "Role", "Age"}, []string{"Users", "Groups", "ServiceAccounts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.resource.String(), func(t *testing.T) {
@@ -122,8 +126,8 @@ func TestColumnsHeaders(t *testing.T) {
 }
 
 func TestColumnsUnknownAndCopied(t *testing.T) {
-	if _, ok := Columns(gr("rbac.authorization.k8s.io", "roles")); ok {
-		t.Error("Columns(roles): ok, want not known")
+	if _, ok := Columns(gr("policy", "poddisruptionbudgets")); ok {
+		t.Error("Columns(poddisruptionbudgets): ok, want not known")
 	}
 	if _, ok := Columns(gr("apps", "pods")); ok {
 		t.Error("Columns(apps/pods): ok, want not known")

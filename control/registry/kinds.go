@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,7 +26,7 @@ import (
 // entry per kind and served version. Adding a kind is adding its entry
 // here and its strategy (control/strategy) and printer (control/printers).
 func Table() []*Resource {
-	core, apps, batch := corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion
+	core, apps, batch, rbac := corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion, batchv1.SchemeGroupVersion, rbacv1.SchemeGroupVersion
 	return []*Resource{
 		kind(core, "namespaces", "Namespace", false, &corev1.Namespace{}, &corev1.NamespaceList{}, strategy.Namespace, printers.Namespaces).
 			short("ns").status().extra("finalize").fields(strategy.NamespaceFields),
@@ -68,6 +69,10 @@ func Table() []*Resource {
 			short("sc"),
 		kind(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, strategy.Lease, printers.Leases),
 		kind(nodev1.SchemeGroupVersion, "runtimeclasses", "RuntimeClass", false, &nodev1.RuntimeClass{}, &nodev1.RuntimeClassList{}, strategy.RuntimeClass, printers.RuntimeClasses),
+		kind(rbac, "roles", "Role", true, &rbacv1.Role{}, &rbacv1.RoleList{}, strategy.Role, printers.Roles),
+		kind(rbac, "rolebindings", "RoleBinding", true, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, strategy.RoleBinding, printers.RoleBindings),
+		kind(rbac, "clusterroles", "ClusterRole", false, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, strategy.ClusterRole, printers.ClusterRoles),
+		kind(rbac, "clusterrolebindings", "ClusterRoleBinding", false, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}, strategy.ClusterRoleBinding, printers.ClusterRoleBindings),
 	}
 }
 
