@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
+	"github.com/isle-cluster/isle/control/controllers/clusterroleaggregation"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
@@ -79,6 +80,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		ev,
 		namespace.New(store, log.With("controller", "namespace")),
 		rootca.New(store, log.With("controller", "root-ca-cert-publisher"), o.rootCA),
+		clusterroleaggregation.New(store, log.With("controller", clusterroleaggregation.Name)),
 		gc.New(store, log.With("controller", "garbagecollector")),
 		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
