@@ -308,6 +308,16 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 		if err == nil || !strings.Contains(errOut, "cannot change roleRef") {
 			t.Errorf("a binding's roleRef changed: %v %s", err, errOut)
 		}
+		// kubectl auth whoami (kubectl alpha auth whoami before 1.28).
+		out, errOut, err := k.run("", "auth", "whoami")
+		if err != nil && strings.Contains(errOut, "unknown command") {
+			out, errOut, err = k.run("", "alpha", "auth", "whoami")
+		}
+		if err != nil {
+			t.Errorf("auth whoami: %v %s", err, errOut)
+		} else {
+			mustMatch(t, "auth whoami", out, `Username +isle-admin`, `Groups +\[system:masters system:authenticated\]`)
+		}
 		k.ok(t, "delete", "rolebinding", "read-pods")
 		k.ok(t, "delete", "role", "pod-reader")
 		k.ok(t, "delete", "clusterrolebinding", "view-ns")

@@ -98,12 +98,16 @@ func (s *Server) groups() []metav1.APIGroup {
 	if s.cfg.Usage != nil {
 		out = append(out, metricsGroup())
 	}
-	return out
+	return append(out, authnAPIGroup())
 }
 
 func (s *Server) writeResourceList(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) {
 	if gv == metricsGV && s.cfg.Usage != nil {
 		writeBody(w, http.StatusOK, output{}, metricsResourceList())
+		return
+	}
+	if isAuthnVersion(gv) {
+		writeBody(w, http.StatusOK, output{}, authnResourceList(gv))
 		return
 	}
 	rs := s.store.Resources().InGroupVersion(gv)
@@ -167,6 +171,10 @@ func (s *Server) writeAggregated(w http.ResponseWriter, version string, legacy b
 		}
 		if g.Name == metricsGV.Group {
 			list.Items = append(list.Items, metricsGroupDiscovery())
+			continue
+		}
+		if g.Name == authnGroup {
+			list.Items = append(list.Items, authnGroupDiscovery())
 			continue
 		}
 		gd := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.Name}}

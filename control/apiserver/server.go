@@ -164,6 +164,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return "report", ""
 	case strings.HasPrefix(path, metricsPrefix) && strings.Trim(path[len(metricsPrefix):], "/") != "" && s.cfg.Usage != nil:
 		return s.serveMetrics(w, r)
+	case strings.HasPrefix(path, "/apis/"+authnGroup+"/") && strings.Count(strings.Trim(path, "/"), "/") >= 3:
+		return s.serveSelfSubjectReview(w, r, u)
 	case path == "/openapi/v2":
 		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "",
 			"isle serves OpenAPI v3 only (/openapi/v3)", 0, false))
