@@ -311,7 +311,10 @@ func TestCatchUpEntriesBoundedByBytes(t *testing.T) {
 		}
 	}
 	// Small writes until a snapshot is past every large one: what stays
-	// of them is the catch-up entries.
+	// of them is the catch-up entries. A snapshot is taken beside the
+	// writes, and one of 12 MB may take seconds under the race detector:
+	// the writes go on until then.
+	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
 		st, err := n.Status(ctxT(t, time.Second))
 		if err != nil {
@@ -320,8 +323,11 @@ func TestCatchUpEntriesBoundedByBytes(t *testing.T) {
 		if st.SnapshotIndex > 61 {
 			break
 		}
-		if i == 1000 {
-			t.Fatalf("no snapshot past the large writes after %d small ones (snapshot at %d)", i, st.SnapshotIndex)
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot past the large writes after %d small ones in 30 s (snapshot at %d)", i, st.SnapshotIndex)
+		}
+		if i >= 1000 {
+			time.Sleep(10 * time.Millisecond)
 		}
 		if _, err := n.Propose(ctxT(t, 5*time.Second), put(fmt.Sprintf("small%04d", i), "v")); err != nil {
 			t.Fatal(err)
