@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,12 +39,18 @@ func isleBinary(t *testing.T) string {
 // and UDP (gossip uses both).
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the kernel's ephemeral range (32768 and up), which the
+	// clients of the servers under test draw their own ports from: a
+	// port the kernel handed out here, closed and then bound by a board
+	// a moment later, was taken by such a client in the meantime (bind:
+	// address already in use). Each test process has a slice of its own.
+	base := lowPortBase + (os.Getpid()%lowPortSlices)*lowPortSlice
+	for range lowPortSlice {
+		port := base + int(nextLowPort.Add(1))%lowPortSlice
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		l.Close()
 		if err == nil {
@@ -54,6 +61,16 @@ func freePort(t *testing.T) int {
 	t.Fatal("no loopback port free for both TCP and UDP")
 	return 0
 }
+
+// Ports freePort hands out: lowPortSlices slices of lowPortSlice from
+// lowPortBase, all below the ephemeral range.
+const (
+	lowPortBase   = 20000
+	lowPortSlices = 40
+	lowPortSlice  = 250
+)
+
+var nextLowPort atomic.Int32
 
 type storeCluster struct {
 	members []*member
