@@ -162,6 +162,21 @@ func startStore(t *testing.T, bin string, n int, extra ...string) *storeCluster 
 	t.Helper()
 	c := &storeCluster{}
 	logDir := t.TempDir()
+	// Registered first: a member that fails to start leaves none of the
+	// others running.
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			m.kill(t)
+			m.log.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(m.log.Name())
+				if len(b) > 4000 {
+					b = b[len(b)-4000:]
+				}
+				t.Logf("--- %s log (tail) ---\n%s", m.name, b)
+			}
+		}
+	})
 	for i := 0; i < n; i++ {
 		m := &member{
 			name: "pi" + strconv.Itoa(i+1), bin: bin, dir: t.TempDir(),
@@ -185,19 +200,6 @@ func startStore(t *testing.T, bin string, n int, extra ...string) *storeCluster 
 		c.members = append(c.members, m)
 		m.start(t)
 	}
-	t.Cleanup(func() {
-		for _, m := range c.members {
-			m.kill(t)
-			m.log.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(m.log.Name())
-				if len(b) > 4000 {
-					b = b[len(b)-4000:]
-				}
-				t.Logf("--- %s log (tail) ---\n%s", m.name, b)
-			}
-		}
-	})
 	waitFor(t, 30*time.Second, "all members are voters", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
