@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,23 +66,8 @@ join later need (the old one's CA hash no longer matches).`,
 // (GET) or to start one (POST).
 func caRotation(ctx context.Context, method, addr string) (wire.CARotationStatus, error) {
 	var st wire.CARotationStatus
-	code, b, err := adminDo(ctx, method, addr, cluster.CARotationPath)
-	if err != nil {
-		return st, fmt.Errorf("rotate-ca: %w", err)
-	}
-	if code/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return st, fmt.Errorf("rotate-ca: %s", e.Error)
-		}
-		return st, fmt.Errorf("rotate-ca: HTTP %d: %s", code, strings.TrimSpace(string(b)))
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("rotate-ca: the server's answer: %w", err)
-	}
-	return st, nil
+	err := adminJSON(ctx, "rotate-ca", method, addr, cluster.CARotationPath, &st)
+	return st, err
 }
 
 // waitRotation reports each phase and whom it waits for until the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,23 +82,8 @@ until the next rotation, for what a server still wrote with it.`,
 
 func secretsCall(ctx context.Context, method, socket, path string) (wire.SecretsStatus, error) {
 	var st wire.SecretsStatus
-	code, b, err := adminDo(ctx, method, socket, path)
-	if err != nil {
-		return st, fmt.Errorf("secrets: %w", err)
-	}
-	if code/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return st, fmt.Errorf("secrets: %s", e.Error)
-		}
-		return st, fmt.Errorf("secrets: HTTP %d: %s", code, strings.TrimSpace(string(b)))
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("secrets: the server's answer: %w", err)
-	}
-	return st, nil
+	err := adminJSON(ctx, "secrets", method, socket, path, &st)
+	return st, err
 }
 
 func printSecrets(w io.Writer, st wire.SecretsStatus) {

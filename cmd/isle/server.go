@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -250,6 +251,32 @@ func adminDo(ctx context.Context, method, socket, path string) (int, []byte, err
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	return resp.StatusCode, b, err
+}
+
+// adminJSON asks the server's admin API at socket for path and decodes
+// its JSON answer into out (nil: ignored); an error answer comes back as
+// the server worded it, prefixed with op.
+func adminJSON(ctx context.Context, op, method, socket, path string, out any) error {
+	code, b, err := adminDo(ctx, method, socket, path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if code/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", op, e.Error)
+		}
+		return fmt.Errorf("%s: HTTP %d: %s", op, code, strings.TrimSpace(string(b)))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s: the server's answer: %w", op, err)
+	}
+	return nil
 }
 
 // checkJoinAddrs checks --join addresses: host or host:port each.

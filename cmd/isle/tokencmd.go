@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -137,26 +136,7 @@ is printed.`,
 func tokenCall(ctx context.Context, method, socket, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	code, b, err := adminDo(ctx, method, socket, path)
-	if err != nil {
-		return fmt.Errorf("token: %w", err)
-	}
-	if code/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("token: %s", e.Error)
-		}
-		return fmt.Errorf("token: HTTP %d: %s", code, strings.TrimSpace(string(b)))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("token: the server's answer: %w", err)
-	}
-	return nil
+	return adminJSON(ctx, "token", method, socket, path, out)
 }
 
 func printTokens(w io.Writer, infos []wire.AgentTokenInfo, output string, now time.Time) error {
