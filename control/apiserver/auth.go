@@ -2,49 +2,54 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/isle-cluster/isle/control/authz"
 )
 
 // User is an authenticated identity.
-type User struct {
-	Name   string
-	Groups []string
-}
+type User = authz.User
 
-// Well-known groups and name prefixes, as in Kubernetes.
-const (
-	GroupMasters     = "system:masters"
-	GroupNodes       = "system:nodes"
-	NodeUserPrefix   = "system:node:"
-	NodeLeaseNS      = "kube-node-lease"
-	unauthorizedText = "Unauthorized"
-)
+const unauthorizedText = "Unauthorized"
 
 // TokenAuthenticator resolves a bearer token to a user.
 type TokenAuthenticator func(ctx context.Context, token string) (*User, bool)
 
 // authenticate returns the request's user: a client certificate the TLS
 // layer verified against the cluster CA (CN = name, O = groups), or a
-// bearer token. nil means anonymous.
+// bearer token; every one is in system:authenticated. nil means
+// anonymous.
 func (s *Server) authenticate(r *http.Request) *User {
+	var u *User
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		c := r.TLS.VerifiedChains[0][0]
-		return &User{Name: c.Subject.CommonName, Groups: c.Subject.Organization}
-	}
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") && s.cfg.Tokens != nil {
-		if u, ok := s.cfg.Tokens(r.Context(), strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))); ok {
-			return u
+		u = &User{Name: c.Subject.CommonName, Groups: slices.Clone(c.Subject.Organization)}
+	} else if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") && s.cfg.Tokens != nil {
+		found, ok := s.cfg.Tokens(r.Context(), strings.TrimSpace(strings.TrimPrefix(h, "Bearer ")))
+		if !ok {
+			return nil
 		}
+		u = &User{Name: found.Name, UID: found.UID, Groups: slices.Clone(found.Groups), Extra: found.Extra}
 	}
-	return nil
+	if u == nil {
+		return nil
+	}
+	if !u.InGroup(authz.GroupAuthenticated) {
+		u.Groups = append(u.Groups, authz.GroupAuthenticated)
+	}
+	return u
 }
 
 func unauthorized() error {
@@ -53,88 +58,163 @@ func unauthorized() error {
 
 func schemaGR(resource string) schema.GroupResource { return schema.GroupResource{Resource: resource} }
 
-// authorize decides whether u may make the resource request. Administrators
-// (system:masters) may do anything. A node (system:nodes) may read
-// everything, write its own Node, the status of pods bound to it, delete
-// those pods (to finish their graceful deletion), write events, its own
-// Lease in kube-node-lease, and the volumes only it mounts. Anyone else may do nothing yet.
-func (s *Server) authorize(ctx context.Context, u *User, req request) error {
-	if slices.Contains(u.Groups, GroupMasters) {
-		return nil
-	}
-	if slices.Contains(u.Groups, GroupNodes) && strings.HasPrefix(u.Name, NodeUserPrefix) {
-		if s.nodeMay(ctx, strings.TrimPrefix(u.Name, NodeUserPrefix), req) {
-			return nil
-		}
-	}
-	res := req.Resource.Resource
-	if req.Subresource != "" {
-		res += "/" + req.Subresource
-	}
-	scope := "at the cluster scope"
-	if req.Namespace != "" {
-		scope = fmt.Sprintf("in the namespace %q", req.Namespace)
-	}
-	return apierrors.NewForbidden(req.Resource.GroupVersionResource.GroupResource(), req.Name,
-		fmt.Errorf("User %q cannot %s resource %q in API group %q %s", u.Name, req.Verb, res, req.Resource.Group, scope))
-}
-
-func (s *Server) nodeMay(ctx context.Context, node string, req request) bool {
-	if isProxy(req) {
-		return false // a node's credential reaches no pod through the API server
-	}
-	if oneOf(req.Verb, "get", "list", "watch") {
-		return true
-	}
-	res := req.Resource
-	switch {
-	case res.Group == "" && res.Resource == "nodes":
-		return req.Name == node && oneOf(req.Verb, "create", "update", "patch")
-	case res.Group == "" && res.Resource == "events":
-		return oneOf(req.Verb, "create", "update", "patch")
-	case res.Group == "coordination.k8s.io" && res.Resource == "leases":
-		return req.Namespace == NodeLeaseNS && req.Name == node
-	case res.Group == "" && res.Resource == "pods":
-		if !(req.Subresource == "status" && oneOf(req.Verb, "update", "patch")) && !(req.Subresource == "" && req.Verb == "delete") {
-			return false
-		}
-		obj, err := s.store.Get(ctx, res, req.Namespace, req.Name, metav1.GetOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false
-		}
-		return obj.(*corev1.Pod).Spec.NodeName == node
-	case res.Group == "" && res.Resource == "persistentvolumes":
-		// A volume only this node mounts (isle's local-path volumes): its
-		// agent removes the cleanup finalizer once it removed the data.
-		if req.Subresource != "" || !oneOf(req.Verb, "update", "patch") {
-			return false
-		}
-		obj, err := s.store.Get(ctx, res, "", req.Name, metav1.GetOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false
-		}
-		return volumeOnlyOn(obj.(*corev1.PersistentVolume), node)
-	}
-	return false
-}
-
-// volumeOnlyOn reports whether pv's required node affinity admits only the
-// node (kubernetes.io/hostname In [node]).
-func volumeOnlyOn(pv *corev1.PersistentVolume, node string) bool {
-	na := pv.Spec.NodeAffinity
-	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) == 0 {
-		return false
-	}
-	for _, term := range na.Required.NodeSelectorTerms {
-		ok := false
-		for _, e := range term.MatchExpressions {
-			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node {
-				ok = true
+// attributes are what a resource request asks, for the authorizers: a
+// list's or watch's field selector metadata.name=NAME names the object,
+// as in kube-apiserver.
+func attributes(r *http.Request, u *User, req request) authz.Attributes {
+	a := authz.Attributes{User: u, Verb: req.Verb, ResourceRequest: true, APIGroup: req.Resource.Group,
+		APIVersion: req.GV.Version, Resource: req.Resource.Resource, Subresource: req.Subresource,
+		Namespace: req.Namespace, Name: req.Name}
+	if oneOf(req.Verb, "list", "watch") {
+		q := r.URL.Query()
+		a.LabelSelector = q.Get("labelSelector")
+		if sel, err := fields.ParseSelector(q.Get("fieldSelector")); err == nil {
+			if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+				a.Name = name
 			}
 		}
-		if !ok {
-			return false
+	}
+	return a
+}
+
+// authorize decides whether u may make the resource request.
+func (s *Server) authorize(r *http.Request, u *User, req request) error {
+	return s.decide(attributes(r, u, req))
+}
+
+// authorizePath decides whether u may make a request of a path outside
+// the API's resources (discovery, /openapi, /metrics).
+func (s *Server) authorizePath(r *http.Request, u *User) error {
+	verb := strings.ToLower(r.Method)
+	if r.Method == http.MethodHead {
+		verb = "get"
+	}
+	return s.decide(authz.Attributes{User: u, Verb: verb, Path: r.URL.Path})
+}
+
+// authzWait bounds how long a request waits for the authorizers to have
+// read the store once (a server that just started).
+const authzWait = 10 * time.Second
+
+// authzReady waits until the authorizers can decide a request of u
+// (system:masters need not wait): 503 if they cannot within authzWait.
+func (s *Server) authzReady(r *http.Request, u *User) error {
+	if s.cfg.Authz == nil || u.InGroup(authz.GroupMasters) {
+		return nil
+	}
+	t := time.NewTimer(authzWait)
+	defer t.Stop()
+	select {
+	case <-s.cfg.Authz.Synced():
+		return nil
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-t.C:
+		return apierrors.NewServiceUnavailable("the authorizer has not read the store yet; try again")
+	}
+}
+
+// decide asks the authorizer chain, and words a refusal as kube-apiserver
+// does. Without a chain, only system:masters may do anything.
+func (s *Server) decide(a authz.Attributes) error {
+	d, why := authz.Deny, ""
+	if s.cfg.Authz != nil {
+		d, why = s.cfg.Authz.Authorize(a)
+	} else if a.User.InGroup(authz.GroupMasters) {
+		d = authz.Allow
+	}
+	if d == authz.Allow {
+		return nil
+	}
+	msg := authz.Forbidden(a, why)
+	if !a.ResourceRequest {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
+			Reason: metav1.StatusReasonForbidden, Message: "forbidden: " + msg}}
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}, a.Name, errors.New(msg))
+}
+
+// admission is what a write of u must also pass, given the object as it
+// would be stored and as it was (nil on a create): RBAC's escalation
+// prevention and NodeRestriction.
+func (s *Server) admission(u *User) func(ctx context.Context, obj, old runtime.Object) error {
+	chain := s.cfg.Authz
+	if chain == nil || u.InGroup(authz.GroupMasters) {
+		return nil
+	}
+	return func(_ context.Context, obj, old runtime.Object) error {
+		switch o := obj.(type) {
+		case *corev1.Node:
+			prev, _ := old.(*corev1.Node)
+			if chain.Node != nil {
+				return chain.Node.AdmitNode(u, o, prev)
+			}
+			return nil
+		}
+		return chain.AdmitRBAC(u, obj, old)
+	}
+}
+
+// impersonate is the user a request acts as: u itself, or the user its
+// Impersonate-* headers name when u may impersonate each part of it (the
+// impersonate verb on users, groups, uids, userextras and service
+// accounts), as kube-apiserver's impersonation filter does.
+func (s *Server) impersonate(r *http.Request, u *User) (*User, error) {
+	name := r.Header.Get("Impersonate-User")
+	groups := r.Header.Values("Impersonate-Group")
+	uid := r.Header.Get("Impersonate-Uid")
+	extra := map[string][]string{}
+	for k, vs := range r.Header {
+		if key, ok := strings.CutPrefix(k, "Impersonate-Extra-"); ok {
+			if k, err := url.PathUnescape(key); err == nil {
+				key = k
+			}
+			extra[strings.ToLower(key)] = vs
 		}
 	}
-	return true
+	if name == "" {
+		if len(groups) > 0 || uid != "" || len(extra) > 0 {
+			return nil, apierrors.NewBadRequest("requested impersonation of groups, a uid or extra fields without impersonating a user")
+		}
+		return u, nil
+	}
+	check := func(a authz.Attributes) error {
+		a.User, a.Verb, a.ResourceRequest = u, "impersonate", true
+		return s.decide(a)
+	}
+	if ns, sa, ok := strings.Cut(strings.TrimPrefix(name, authz.ServiceAccountPrefix), ":"); ok && strings.HasPrefix(name, authz.ServiceAccountPrefix) {
+		if err := check(authz.Attributes{Resource: "serviceaccounts", Namespace: ns, Name: sa}); err != nil {
+			return nil, err
+		}
+	} else if err := check(authz.Attributes{Resource: "users", Name: name}); err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		if err := check(authz.Attributes{Resource: "groups", Name: g}); err != nil {
+			return nil, err
+		}
+	}
+	if uid != "" {
+		if err := check(authz.Attributes{APIGroup: "authentication.k8s.io", Resource: "uids", Name: uid}); err != nil {
+			return nil, err
+		}
+	}
+	for k, vs := range extra {
+		for _, v := range vs {
+			if err := check(authz.Attributes{APIGroup: "authentication.k8s.io", Resource: "userextras", Subresource: k, Name: v}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := &User{Name: name, UID: uid, Groups: slices.Clone(groups)}
+	if len(extra) > 0 {
+		out.Extra = extra
+	}
+	if ns, _, ok := strings.Cut(strings.TrimPrefix(name, authz.ServiceAccountPrefix), ":"); ok && strings.HasPrefix(name, authz.ServiceAccountPrefix) && len(groups) == 0 {
+		out.Groups = []string{authz.GroupServiceAccounts, authz.GroupServiceAccounts + ":" + ns}
+	}
+	if name != authz.Anonymous && !out.InGroup(authz.GroupAuthenticated) {
+		out.Groups = append(out.Groups, authz.GroupAuthenticated)
+	}
+	return out, nil
 }

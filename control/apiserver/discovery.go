@@ -98,7 +98,19 @@ func (s *Server) groups() []metav1.APIGroup {
 	if s.cfg.Usage != nil {
 		out = append(out, metricsGroup())
 	}
-	return append(out, authnAPIGroup())
+	return append(out, reviewGroups()...)
+}
+
+// nonResource reports whether path is outside the API's resources and
+// decided by the authorizers as a path: discovery, /openapi, /metrics.
+func nonResource(path string) bool {
+	p := strings.Trim(path, "/")
+	parts := strings.Split(p, "/")
+	switch {
+	case p == "metrics", p == "api", p == "apis", p == "api/v1", p == "openapi/v2", p == "openapi/v3", strings.HasPrefix(p, "openapi/v3/"):
+		return true
+	}
+	return parts[0] == "apis" && (len(parts) == 2 || len(parts) == 3)
 }
 
 func (s *Server) writeResourceList(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) {
@@ -106,8 +118,12 @@ func (s *Server) writeResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		writeBody(w, http.StatusOK, output{}, metricsResourceList())
 		return
 	}
-	if isAuthnVersion(gv) {
-		writeBody(w, http.StatusOK, output{}, authnResourceList(gv))
+	if isReviewGroup(gv.Group) {
+		if list, ok := reviewResourceList(gv); ok {
+			writeBody(w, http.StatusOK, output{}, list)
+			return
+		}
+		s.writeError(w, r, notFound())
 		return
 	}
 	rs := s.store.Resources().InGroupVersion(gv)
@@ -173,8 +189,8 @@ func (s *Server) writeAggregated(w http.ResponseWriter, version string, legacy b
 			list.Items = append(list.Items, metricsGroupDiscovery())
 			continue
 		}
-		if g.Name == authnGroup {
-			list.Items = append(list.Items, authnGroupDiscovery())
+		if isReviewGroup(g.Name) {
+			list.Items = append(list.Items, reviewGroupDiscovery(g.Name))
 			continue
 		}
 		gd := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.Name}}

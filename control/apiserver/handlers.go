@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/isle-cluster/isle/control/authz"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -74,15 +75,16 @@ func fieldValidation(r *http.Request) (registry.FieldValidation, error) {
 	}
 }
 
-// writeOpts are a write's options; dryRun must be All, as
-// kube-apiserver has it (422 otherwise, naming the options' kind).
-func writeOpts(r *http.Request) (registry.WriteOptions, error) {
+// writeOpts are a write's options, with the requester's admission; dryRun
+// must be All, as kube-apiserver has it (422 otherwise, naming the
+// options' kind).
+func (s *Server) writeOpts(r *http.Request) (registry.WriteOptions, error) {
 	dryRun := r.URL.Query()["dryRun"]
 	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dryRun); len(errs) > 0 {
 		kind := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
 		return registry.WriteOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
 	}
-	return registry.WriteOptions{DryRun: len(dryRun) > 0}, nil
+	return registry.WriteOptions{DryRun: len(dryRun) > 0, Admit: s.admission(userFrom(r.Context()))}, nil
 }
 
 func addWarnings(w http.ResponseWriter, warnings []string) {
@@ -148,7 +150,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 			return
 		}
 		obj, err := s.store.Get(r.Context(), res, req.Namespace, req.Name, opts)
-		if apierrors.IsNotFound(err) && s.cfg.NodeLease != nil && req.Namespace == NodeLeaseNS &&
+		if apierrors.IsNotFound(err) && s.cfg.NodeLease != nil && req.Namespace == authz.NodeLeaseNamespace &&
 			res.Group == coordinationv1.GroupName && res.Resource == "leases" {
 			if lease, ok := s.cfg.NodeLease(req.Name); ok {
 				obj, err = lease, nil
@@ -235,11 +237,11 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 	}
 	// Creates are authorized here, once the object's name is known.
 	req.Name = obj.(metav1.Object).GetName()
-	if err := s.authorize(r.Context(), userFrom(r.Context()), req); err != nil {
+	if err := s.authorize(r, userFrom(r.Context()), req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	wopts, err := writeOpts(r)
+	wopts, err := s.writeOpts(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -254,7 +256,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request) {
-	wopts, err := writeOpts(r)
+	wopts, err := s.writeOpts(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -297,7 +299,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
-	wopts, err := writeOpts(r)
+	wopts, err := s.writeOpts(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

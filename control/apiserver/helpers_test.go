@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/authz"
+	"github.com/isle-cluster/isle/control/controllers/clusterroleaggregation"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
@@ -33,8 +35,8 @@ const (
 )
 
 var users = map[string]*apiserver.User{
-	adminToken:  {Name: "admin", Groups: []string{apiserver.GroupMasters}},
-	nodeAToken:  {Name: apiserver.NodeUserPrefix + "a", Groups: []string{apiserver.GroupNodes}},
+	adminToken:  {Name: "admin", Groups: []string{authz.GroupMasters}},
+	nodeAToken:  {Name: authz.NodeUserPrefix + "a", Groups: []string{authz.GroupNodes}},
 	nobodyToken: {Name: "nobody"},
 }
 
@@ -54,8 +56,16 @@ func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{store: store, ctx: t.Context()}
+	// The authorizers as a server has them, with the bootstrap policy.
+	index := authz.NewIndex(store, log)
+	go index.Run(t.Context())
+	if err := authz.Reconcile(t.Context(), store); err != nil {
+		t.Fatal(err)
+	}
+	go clusterroleaggregation.New(store, log).Run(t.Context()) // admin, edit and view get their rules
 	cfg := apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: log,
+		Authz: &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index}},
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {
 			u, ok := users[tok]
 			return u, ok

@@ -17,6 +17,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/authz"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
@@ -35,7 +36,7 @@ func newMetricsEnv(t *testing.T) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
 	e := &env{store: store, ctx: t.Context()}
-	toks := map[string]*apiserver.User{nodeBToken: {Name: apiserver.NodeUserPrefix + "b", Groups: []string{apiserver.GroupNodes}}}
+	toks := map[string]*apiserver.User{nodeBToken: {Name: authz.NodeUserPrefix + "b", Groups: []string{authz.GroupNodes}}}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: log, Usage: resourcemetrics.NewCache(resourcemetrics.Config{}),
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {

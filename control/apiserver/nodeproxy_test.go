@@ -228,7 +228,7 @@ func TestPodLogsAndExecProxy(t *testing.T) {
 		{"logs", "GET", pods + "web/log", adminToken, 200, "current line\n"},
 		{"previous logs", "GET", pods + "web/log?container=c&previous=true", adminToken, 200, "previous line\n"},
 		{"logs with timestamps", "GET", pods + "web/log?timestamps=true", adminToken, 200, "2025-05-01T10:00:00Z current line\n"},
-		{"a node reads logs", "GET", pods + "web/log", nodeAToken, 200, "current line\n"},
+		{"a node reads logs", "GET", pods + "web/log", nodeAToken, 403, `User \"system:node:a\" cannot get resource \"pods/log\"`},
 		{"nobody reads logs", "GET", pods + "web/log", nobodyToken, 403, `User \"nobody\" cannot get resource \"pods/log\"`},
 		{"nobody execs", "GET", pods + "web/exec?command=echo", nobodyToken, 403, `User \"nobody\" cannot create resource \"pods/exec\"`},
 		{"missing pod", "GET", pods + "absent/log", adminToken, 404, `pods \"absent\" not found`},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/isle-cluster/isle/control/authz"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
@@ -42,6 +43,10 @@ type Config struct {
 	AdvertiseAddr string
 	// Tokens resolves bearer tokens; nil accepts none.
 	Tokens TokenAuthenticator
+	// Authz decides who may do what (and checks what RBAC writes grant
+	// and what nodes write of themselves). nil: system:masters may do
+	// anything, everyone else nothing.
+	Authz *authz.Chain
 	// Ready reports whether this server can serve (it has a store quorum).
 	// nil: always.
 	Ready func(ctx context.Context) error
@@ -145,6 +150,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		s.writeError(w, r, unauthorized())
 		return "unauthorized", ""
 	}
+	u, err := s.impersonate(r, u)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "impersonate", ""
+	}
+	if err := s.authzReady(r, u); err != nil {
+		s.writeError(w, r, err)
+		return "unavailable", ""
+	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
 	release, err := s.inFlight.admit(r, u)
 	if err != nil {
@@ -152,6 +166,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return "throttled", ""
 	}
 	defer release()
+	if nonResource(path) {
+		if err := s.authorizePath(r, u); err != nil {
+			s.writeError(w, r, err)
+			return "forbidden", ""
+		}
+	}
 	switch {
 	case path == "/metrics":
 		promhttpHandler(s.cfg.Metrics).ServeHTTP(w, r)
@@ -164,8 +184,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return "report", ""
 	case strings.HasPrefix(path, metricsPrefix) && strings.Trim(path[len(metricsPrefix):], "/") != "" && s.cfg.Usage != nil:
 		return s.serveMetrics(w, r)
-	case strings.HasPrefix(path, "/apis/"+authnGroup+"/") && strings.Count(strings.Trim(path, "/"), "/") >= 3:
-		return s.serveSelfSubjectReview(w, r, u)
+	case isReviewPath(path):
+		return s.serveReview(w, r, u)
 	case path == "/openapi/v2":
 		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "",
 			"isle serves OpenAPI v3 only (/openapi/v3)", 0, false))
@@ -192,7 +212,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	// those of a subresource (binding, eviction, exec, attach), whose URL
 	// names the object.
 	if req.Verb != "create" || req.Subresource != "" {
-		if err := s.authorize(r.Context(), u, req); err != nil {
+		if err := s.authorize(r, u, req); err != nil {
 			s.writeError(w, r, err)
 			return req.Verb, req.Resource.Resource
 		}

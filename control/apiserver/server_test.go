@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/authz"
 )
 
 func TestHealth(t *testing.T) {
@@ -548,46 +549,87 @@ func TestWatchOverHTTP(t *testing.T) {
 	})
 }
 
+// TestNodeAuthorization probes what a node's credential may do: the Node
+// authorizer's rules and NodeRestriction.
 func TestNodeAuthorization(t *testing.T) {
 	e := newEnv(t)
-	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces", `{"metadata":{"name":"`+apiserver.NodeLeaseNS+`"}}`), 201)
-	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("on-a", "a")), 201)
-	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("on-b", "b")), 201)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces", `{"metadata":{"name":"`+authz.NodeLeaseNamespace+`"}}`), 201)
+	// Pod on-a (on node a) uses Secret sa and ConfigMap ca and claim pa;
+	// on-b uses Secret sb.
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podUsing("on-a", "a", "sa", "ca", "pa")), 201)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podUsing("on-b", "b", "sb", "cb", "")), 201)
 	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("unbound", "")), 201)
+	for _, n := range []string{"sa", "sb"} {
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/secrets", `{"metadata":{"name":"`+n+`"}}`), 201)
+	}
+	for _, n := range []string{"ca", "cb"} {
+		mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"`+n+`"}}`), 201)
+	}
+	// Node b exists with a pod CIDR; node a with an administrator's taint.
+	mustCode(t, e.admin(t, "POST", "/api/v1/nodes", `{"metadata":{"name":"b"},"spec":{"podCIDR":"10.42.2.0/24","podCIDRs":["10.42.2.0/24"]}}`), 201)
 	const statusPatch = `{"status":{"phase":"Running"}}`
 	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
 	jsonCT := map[string]string{"Content-Type": "application/json"}
+	// The graph follows the store: wait until it has the pods.
+	eventually(t, "node a may read its pod's Secret", func() bool {
+		return e.do(t, req{path: "/api/v1/namespaces/default/secrets/sa", token: nodeAToken}).code == 200
+	})
 
 	tests := []struct {
 		name, method, path, body string
 		header                   map[string]string
 		code                     int
+		message                  string
 	}{
-		{"patch status of own pod", "PATCH", "/api/v1/namespaces/default/pods/on-a/status", statusPatch, merge, 200},
-		{"patch status of another node's pod", "PATCH", "/api/v1/namespaces/default/pods/on-b/status", statusPatch, merge, 403},
-		{"patch status of an unbound pod", "PATCH", "/api/v1/namespaces/default/pods/unbound/status", statusPatch, merge, 403},
-		{"patch status of a missing pod", "PATCH", "/api/v1/namespaces/default/pods/absent/status", statusPatch, merge, 403},
-		{"patch own pod's spec", "PATCH", "/api/v1/namespaces/default/pods/on-a", `{"metadata":{"labels":{"x":"y"}}}`, merge, 403},
-		{"create another Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"b"}}`, jsonCT, 403},
-		{"create own Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}`, jsonCT, 201},
-		{"patch own Node status", "PATCH", "/api/v1/nodes/a/status", `{"status":{"phase":"Running"}}`, merge, 200},
-		{"patch another Node's status", "PATCH", "/api/v1/nodes/b/status", `{"status":{"phase":"Running"}}`, merge, 403},
-		{"patch own Node", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"role":"worker"}}}`, merge, 200},
-		{"delete own Node", "DELETE", "/api/v1/nodes/a", "", nil, 403},
-		{"list pods", "GET", "/api/v1/pods", "", nil, 200},
-		{"get a secret", "GET", "/api/v1/namespaces/default/secrets", "", nil, 200},
-		{"create a ConfigMap", "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"c"}}`, jsonCT, 403},
-		{"create an Event", "POST", "/api/v1/namespaces/default/events", `{"metadata":{"name":"ev"},"involvedObject":{"kind":"Pod","name":"on-a","namespace":"default"},"reason":"Started","type":"Normal"}`, jsonCT, 201},
-		{"create own Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"a"}}`, jsonCT, 201},
-		{"create another node's Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"b"}}`, jsonCT, 403},
-		{"create own Lease elsewhere", "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"metadata":{"name":"a"}}`, jsonCT, 403},
-		{"delete another node's pod", "DELETE", "/api/v1/namespaces/default/pods/on-b", "", nil, 403},
-		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200},
-		{"exec in own pod (WebSocket GET)", "GET", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403},
-		{"exec in a pod (SPDY POST)", "POST", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403},
-		{"attach to a pod", "GET", "/api/v1/namespaces/default/pods/on-b/attach", "", nil, 403},
-		{"bind a pod", "POST", "/api/v1/namespaces/default/pods/unbound/binding", `{"target":{"name":"a"}}`, jsonCT, 403},
-		{"evict a pod", "POST", "/api/v1/namespaces/default/pods/on-b/eviction", `{}`, jsonCT, 403},
+		{"patch status of own pod", "PATCH", "/api/v1/namespaces/default/pods/on-a/status", statusPatch, merge, 200, ""},
+		{"patch status of another node's pod", "PATCH", "/api/v1/namespaces/default/pods/on-b/status", statusPatch, merge, 403, "no relationship found between node 'a' and this object"},
+		{"patch status of an unbound pod", "PATCH", "/api/v1/namespaces/default/pods/unbound/status", statusPatch, merge, 403, ""},
+		{"patch status of a missing pod", "PATCH", "/api/v1/namespaces/default/pods/absent/status", statusPatch, merge, 403, ""},
+		{"patch own pod's spec", "PATCH", "/api/v1/namespaces/default/pods/on-a", `{"metadata":{"labels":{"x":"y"}}}`, merge, 403, ""},
+		{"create another Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"c"}}`, jsonCT, 403, "node 'a' cannot modify node 'c'"},
+		{"create own Node with a pod CIDR", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"spec":{"podCIDR":"10.42.2.0/24"}}`, jsonCT, 403, "not allowed to set its pod CIDR"},
+		{"create own Node as another's hostname", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a","labels":{"kubernetes.io/hostname":"b"}}}`, jsonCT, 403, "may only set kubernetes.io/hostname to its own name"},
+		{"create own Node", "POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a","labels":{"kubernetes.io/hostname":"a","isle.dev/role":"agent"}}}`, jsonCT, 201, ""},
+		{"patch own Node status", "PATCH", "/api/v1/nodes/a/status", `{"status":{"phase":"Running"}}`, merge, 200, ""},
+		{"patch another Node's status", "PATCH", "/api/v1/nodes/b/status", `{"status":{"phase":"Running"}}`, merge, 403, ""},
+		{"patch own Node", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"role":"worker","node.kubernetes.io/exclude-from-external-load-balancers":""}}}`, merge, 200, ""},
+		{"label own Node another's hostname", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"kubernetes.io/hostname":"b"}}}`, merge, 403, "may only set kubernetes.io/hostname to its own name"},
+		{"label own Node node-restriction", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"node-restriction.kubernetes.io/pool":"x"}}}`, merge, 403, "not allowed to modify labels: node-restriction.kubernetes.io/pool"},
+		{"label own Node a kubernetes.io label", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"kubernetes.io/role":"x"}}}`, merge, 403, "not allowed to modify labels: kubernetes.io/role"},
+		{"label own Node control-plane", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":""}}}`, merge, 403, "not a server of the control plane"},
+		{"label own Node a server", "PATCH", "/api/v1/nodes/a", `{"metadata":{"labels":{"isle.dev/role":"server"}}}`, merge, 403, "not a server of the control plane"},
+		{"set own pod CIDR", "PATCH", "/api/v1/nodes/a", `{"spec":{"podCIDR":"10.42.2.0/24","podCIDRs":["10.42.2.0/24"]}}`, merge, 403, "not allowed to modify its pod CIDR"},
+		{"taint own Node", "PATCH", "/api/v1/nodes/a", `{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`, merge, 403, "not allowed to modify taints"},
+		{"delete own Node", "DELETE", "/api/v1/nodes/a", "", nil, 403, ""},
+		{"list pods", "GET", "/api/v1/pods", "", nil, 200, ""},
+		{"list secrets", "GET", "/api/v1/namespaces/default/secrets", "", nil, 403, "can only get individual resources of this type"},
+		{"list secrets of all namespaces", "GET", "/api/v1/secrets", "", nil, 403, ""},
+		{"get own pod's secret", "GET", "/api/v1/namespaces/default/secrets/sa", "", nil, 200, ""},
+		{"watch own pod's secret by name", "GET", "/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3Dsa", "", nil, 200, ""},
+		{"get another node's pod's secret", "GET", "/api/v1/namespaces/default/secrets/sb", "", nil, 403, "no relationship found between node 'a' and this object"},
+		{"get own pod's ConfigMap", "GET", "/api/v1/namespaces/default/configmaps/ca", "", nil, 200, ""},
+		{"get another node's pod's ConfigMap", "GET", "/api/v1/namespaces/default/configmaps/cb", "", nil, 403, "no relationship found"},
+		{"list ConfigMaps", "GET", "/api/v1/configmaps", "", nil, 403, ""},
+		{"get own pod's claim", "GET", "/api/v1/namespaces/default/persistentvolumeclaims/pa", "", nil, 404, ""},
+		{"get another claim", "GET", "/api/v1/namespaces/default/persistentvolumeclaims/pb", "", nil, 403, ""},
+		{"list volumes", "GET", "/api/v1/persistentvolumes", "", nil, 403, "can only list volumes labelled isle.dev/local-path-node=a"},
+		{"list own local-path volumes", "GET", "/api/v1/persistentvolumes?labelSelector=isle.dev%2Flocal-path-node%3Da", "", nil, 200, ""},
+		{"list another's local-path volumes", "GET", "/api/v1/persistentvolumes?labelSelector=isle.dev%2Flocal-path-node%3Db", "", nil, 403, ""},
+		{"update a secret", "PUT", "/api/v1/namespaces/default/secrets/sa", `{"metadata":{"name":"sa"}}`, jsonCT, 403, "can only read resources of this type"},
+		{"create a ConfigMap", "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"c"}}`, jsonCT, 403, ""},
+		{"create an Event", "POST", "/api/v1/namespaces/default/events", `{"metadata":{"name":"ev"},"involvedObject":{"kind":"Pod","name":"on-a","namespace":"default"},"reason":"Started","type":"Normal"}`, jsonCT, 201, ""},
+		{"create own Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"a"}}`, jsonCT, 201, ""},
+		{"create another node's Lease", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", `{"metadata":{"name":"b"}}`, jsonCT, 403, ""},
+		{"create own Lease elsewhere", "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"metadata":{"name":"a"}}`, jsonCT, 403, ""},
+		{"delete another node's pod", "DELETE", "/api/v1/namespaces/default/pods/on-b", "", nil, 403, ""},
+		{"logs of another node's pod", "GET", "/api/v1/namespaces/default/pods/on-b/log", "", nil, 403, `cannot get resource "pods/log"`},
+		{"exec in a pod (WebSocket GET)", "GET", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403, ""},
+		{"exec in a pod (SPDY POST)", "POST", "/api/v1/namespaces/default/pods/on-b/exec?command=ls", "", nil, 403, ""},
+		{"attach to a pod", "GET", "/api/v1/namespaces/default/pods/on-b/attach", "", nil, 403, ""},
+		{"bind a pod", "POST", "/api/v1/namespaces/default/pods/unbound/binding", `{"target":{"name":"a"}}`, jsonCT, 403, ""},
+		{"evict another node's pod", "POST", "/api/v1/namespaces/default/pods/on-b/eviction", `{}`, jsonCT, 403, ""},
+		{"read RBAC", "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", "", nil, 403, ""},
+		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -596,8 +638,9 @@ func TestNodeAuthorization(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", r.code, tc.code, r)
 			}
 			if tc.code == 403 {
-				if st := r.status(t); st.Reason != metav1.StatusReasonForbidden || !strings.Contains(st.Message, `User "system:node:a" cannot`) {
-					t.Errorf("status %+v", st)
+				st := r.status(t)
+				if st.Reason != metav1.StatusReasonForbidden || !strings.Contains(st.Message, tc.message) {
+					t.Errorf("status %+v, want a message with %q", st, tc.message)
 				}
 			}
 		})
@@ -608,7 +651,27 @@ func TestNodeAuthorization(t *testing.T) {
 	if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 		t.Errorf("pod on b was changed by node a: phase %s deletionTimestamp %v", p.Status.Phase, p.DeletionTimestamp)
 	}
-	mustCode(t, e.admin(t, "GET", "/api/v1/nodes/b", ""), 404)
+	var n corev1.Node
+	mustCode(t, e.admin(t, "GET", "/api/v1/nodes/a", ""), 200).decode(t, &n)
+	if n.Labels[corev1.LabelHostname] != "a" || n.Spec.PodCIDR != "" || len(n.Spec.Taints) != 0 || n.Labels["role"] != "worker" {
+		t.Errorf("node a after the probes: labels %v, podCIDR %q, taints %v", n.Labels, n.Spec.PodCIDR, n.Spec.Taints)
+	}
+	mustCode(t, e.admin(t, "GET", "/api/v1/nodes/c", ""), 404)
+}
+
+// podUsing is a pod on node that mounts Secret secret, ConfigMap cm and,
+// if set, the claim claim.
+func podUsing(name, node, secret, cm, claim string) string {
+	vols := []any{
+		map[string]any{"name": "s", "secret": map[string]any{"secretName": secret}},
+		map[string]any{"name": "c", "configMap": map[string]any{"name": cm}},
+	}
+	if claim != "" {
+		vols = append(vols, map[string]any{"name": "p", "persistentVolumeClaim": map[string]any{"claimName": claim}})
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"nodeName": node, "volumes": vols, "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}})
+	return string(b)
 }
 
 func TestErrorResponses(t *testing.T) {
@@ -832,7 +895,7 @@ func TestInFlightLimits(t *testing.T) {
 			defer wg.Done()
 			// Again while refused: the probe below may hold a place.
 			for {
-				hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/configmaps?resourceVersion=999999", nil)
+				hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/pods?resourceVersion=999999", nil)
 				hr.Header.Set("Authorization", "Bearer "+nodeAToken)
 				resp, err := http.DefaultClient.Do(hr)
 				if err != nil {
@@ -846,7 +909,7 @@ func TestInFlightLimits(t *testing.T) {
 		}()
 	}
 	eventually(t, "the two slow lists in flight", func() bool {
-		r := as(nodeAToken, "GET", "/api/v1/namespaces/default/configmaps", "")
+		r := as(nodeAToken, "GET", "/api/v1/namespaces/default/pods", "")
 		return r.code == http.StatusTooManyRequests && r.header.Get("Retry-After") == "1"
 	})
 	// Mutating requests are counted apart (this one is then refused by
@@ -854,11 +917,11 @@ func TestInFlightLimits(t *testing.T) {
 	mustCode(t, as(nobodyToken, "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"x"}}`), http.StatusForbidden)
 	mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/configmaps", ""), 200)
 	wg.Wait()
-	mustCode(t, as(nodeAToken, "GET", "/api/v1/namespaces/default/configmaps", ""), 200)
+	mustCode(t, as(nodeAToken, "GET", "/api/v1/namespaces/default/pods", ""), 200)
 
 	// Watches: two a user.
 	watch := func(token string) (*http.Response, error) {
-		hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+		hr, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+"/api/v1/namespaces/default/pods?watch=true", nil)
 		hr.Header.Set("Authorization", "Bearer "+token)
 		return http.DefaultClient.Do(hr)
 	}
@@ -882,5 +945,5 @@ func TestInFlightLimits(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 	}
 	// Reads are not held by watches.
-	mustCode(t, as(nodeAToken, "GET", "/api/v1/namespaces/default/configmaps", ""), 200)
+	mustCode(t, as(nodeAToken, "GET", "/api/v1/namespaces/default/pods", ""), 200)
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/isle-cluster/isle/control/authz"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/wire"
 )
@@ -40,11 +39,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, u *User) {
 		s.writeError(w, r, apierrors.NewBadRequest("read the request body: "+err.Error()))
 		return
 	}
-	node := ""
-	if slices.Contains(u.Groups, GroupNodes) && strings.HasPrefix(u.Name, NodeUserPrefix) {
-		node = strings.TrimPrefix(u.Name, NodeUserPrefix)
-	}
-	err = s.cfg.Usage.Receive(node, body, s.podLookup(r.Context()))
+	err = s.cfg.Usage.Receive(authz.NodeName(u), body, s.podLookup(r.Context()))
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/authz"
 	"github.com/isle-cluster/isle/control/controllers"
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
@@ -373,9 +375,15 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	tokens := &tokenKeeper{node: node, ca: id.CA, gossipKey: cfg.GossipKey, now: cfg.Now, log: log}
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
+	// Who may do what: kept in memory from the store on every server.
+	index := authz.NewIndex(store, log)
+	go index.Run(runCtx)
+	chain := &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index, IsServer: func(name string) bool {
+		return slices.ContainsFunc(node.Members(), func(m raft.Member) bool { return m.Name == name })
+	}}}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
-		Tokens: nodeTokens(store), IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
+		Tokens: nodeTokens(store), Authz: chain, IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
 		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, tokens: tokens, log: log, members: members}),
 		NodeLease: members.nodeLease, Usage: usage, NodeTLS: nodeTLS,
@@ -441,6 +449,9 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		go members.maintain(ctx)
 		go s.raftTLS.maintain(ctx)
 		go secrets.maintain(ctx)
+		if err := authz.Reconcile(ctx, store); err != nil {
+			log.Error("cluster: the bootstrap RBAC policy", "err", err)
+		}
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.BundlePEM),
 			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),

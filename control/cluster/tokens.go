@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/isle-cluster/isle/control/apiserver"
+	"github.com/isle-cluster/isle/control/authz"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/raft"
@@ -41,7 +42,7 @@ func nodeTokens(store *registry.Store) apiserver.TokenAuthenticator {
 		if !ok {
 			return nil, false
 		}
-		return &apiserver.User{Name: apiserver.NodeUserPrefix + name, Groups: []string{apiserver.GroupNodes}}, true
+		return &authz.User{Name: authz.NodeUserPrefix + name, Groups: []string{authz.GroupNodes}}, true
 	}
 }
 

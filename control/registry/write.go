@@ -25,6 +25,11 @@ import (
 type WriteOptions struct {
 	// DryRun validates and admits without storing.
 	DryRun bool
+	// Admit, if set, is the writer's own admission, given the object as
+	// it would be stored, after defaults and validation, and as it was
+	// (nil on a create): the API server's checks of what the requester
+	// may write (RBAC escalation, NodeRestriction).
+	Admit func(ctx context.Context, obj, old runtime.Object) error
 }
 
 // Create stores a new object of r in namespace ns: decode is done by the
@@ -57,6 +62,11 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 	r.Strategy.PrepareForCreate(obj)
 	if errs := r.Strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
+	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, nil); err != nil {
+			return nil, err
+		}
 	}
 	// Allocations (Service IPs, node ports) are claimed in the write's own
 	// transaction; a claim lost to a concurrent create is allocated again.
@@ -275,6 +285,11 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		}
 		if err := s.prepareUpdate(ctx, r, sub, obj, old); err != nil {
 			return nil, err
+		}
+		if opts.Admit != nil && sub != subDelete && sub != subBinding {
+			if err := opts.Admit(ctx, obj, old); err != nil {
+				return nil, err
+			}
 		}
 		// An object being deleted goes once nothing holds it any more.
 		if nm.GetDeletionTimestamp() != nil && !heldBack(r, obj) {

@@ -41,7 +41,8 @@ const trafficCoalesce = 10 * time.Millisecond
 // pod CIDR: the Service rules (node/proxy), the cluster DNS on the bridge's
 // address (node/dns; the cluster DNS address is sent there) and the
 // ingress controller (node/ingress), all fed from informers of Services,
-// EndpointSlices, Ingresses, IngressClasses and TLS Secrets. With the
+// EndpointSlices, Ingresses, IngressClasses, and of the TLS Secrets those
+// Ingresses name (tlssecrets.go). With the
 // control plane unreachable the informers keep what they had, so traffic
 // keeps flowing as it was.
 func (a *Agent) runTraffic(ctx context.Context) error {
@@ -122,13 +123,14 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 		return err
 	}
 	kick := make(chan struct{}, 1)
-	for _, i := range inf.all() {
-		poke := func(any) {
-			select {
-			case kick <- struct{}{}:
-			default:
-			}
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
+	}
+	secrets := newTLSSecrets(a.client, func() { poke(nil) })
+	for _, i := range inf.all() {
 		if _, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,
 			UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
 			return fmt.Errorf("agent: traffic informers: %w", err)
@@ -148,9 +150,9 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 		}
 		ds.Update(svcs, slices)
 		if ing != nil {
-			ing.Update(ingress.Snapshot{Ingresses: listOf[*networkingv1.Ingress](inf.ingresses),
-				Classes: listOf[*networkingv1.IngressClass](inf.classes), Services: svcs, Slices: slices,
-				Secrets: listOf[*corev1.Secret](inf.secrets)})
+			ings, classes := listOf[*networkingv1.Ingress](inf.ingresses), listOf[*networkingv1.IngressClass](inf.classes)
+			secrets.follow(ctx, ingress.TLSSecrets(ings, classes))
+			ing.Update(ingress.Snapshot{Ingresses: ings, Classes: classes, Services: svcs, Slices: slices, Secrets: secrets.list()})
 		}
 		if serve != nil {
 			if err := serve(); err != nil {
@@ -170,11 +172,11 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 
 // trafficInformers are the informers of what Service traffic needs.
 type trafficInformers struct {
-	services, slices, ingresses, classes, secrets cache.SharedIndexInformer
+	services, slices, ingresses, classes cache.SharedIndexInformer
 }
 
 func (t trafficInformers) all() []cache.SharedIndexInformer {
-	return []cache.SharedIndexInformer{t.services, t.slices, t.ingresses, t.classes, t.secrets}
+	return []cache.SharedIndexInformer{t.services, t.slices, t.ingresses, t.classes}
 }
 
 func (t trafficInformers) synced() []cache.InformerSynced {
@@ -202,8 +204,6 @@ func (a *Agent) trafficInformers() (trafficInformers, error) {
 		slices:    informer(discovery, "endpointslices", &discoveryv1.EndpointSlice{}, fields.Everything()),
 		ingresses: informer(networking, "ingresses", &networkingv1.Ingress{}, fields.Everything()),
 		classes:   informer(networking, "ingressclasses", &networkingv1.IngressClass{}, fields.Everything()),
-		// Only the Secrets an ingress may serve.
-		secrets: informer(a.client, "secrets", &corev1.Secret{}, fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))),
 	}, nil
 }
 

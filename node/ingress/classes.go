@@ -51,3 +51,19 @@ func ingressClass(ing *networkingv1.Ingress) string {
 	}
 	return ing.Annotations[legacyClassAnnotation]
 }
+
+// TLSSecrets are the Secrets (namespace/name, sorted) that the Ingresses
+// of the classes this controller serves name for TLS: what a board must
+// read to serve them.
+func TLSSecrets(ings []*networkingv1.Ingress, classes []*networkingv1.IngressClass) []string {
+	var out []string
+	for _, ing := range servedIngresses(ings, classes) {
+		for _, t := range ing.Spec.TLS {
+			if t.SecretName != "" {
+				out = append(out, ing.Namespace+"/"+t.SecretName)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

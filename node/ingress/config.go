@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // ControllerName is the spec.controller of the IngressClasses this
 // controller serves.
-const ControllerName = "isle.dev/ingress"
+const ControllerName = wire.IngressController
 
 // Config configures a Controller.
 type Config struct {

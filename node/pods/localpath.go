@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/isle-cluster/isle/control/wire"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -29,7 +31,11 @@ func LocalPathRoot(dataDir string) string { return filepath.Join(dataDir, "stora
 // cleanLocalPaths watches the volumes and cleans up this node's deleted
 // local-path volumes.
 func (m *Manager) cleanLocalPaths(ctx context.Context) {
-	lw := cache.NewListWatchFromClient(m.cfg.Client, "persistentvolumes", "", fields.Everything())
+	// The volumes labelled with this node's name: the only ones a node
+	// may list.
+	lw := cache.NewFilteredListWatchFromClient(m.cfg.Client, "persistentvolumes", "", func(o *metav1.ListOptions) {
+		o.LabelSelector = labels.SelectorFromSet(labels.Set{wire.LabelLocalPathNode: m.cfg.NodeName}).String()
+	})
 	// Resynced every minute: a cleanup that failed is tried again then.
 	inf := cache.NewSharedIndexInformer(lw, &corev1.PersistentVolume{}, time.Minute, cache.Indexers{})
 	clean := func(obj any) {

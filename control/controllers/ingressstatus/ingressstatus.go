@@ -20,11 +20,12 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // IngressController is the spec.controller of the IngressClasses whose
 // Ingresses every board's ingress controller (node/ingress) serves.
-const IngressController = "isle.dev/ingress"
+const IngressController = wire.IngressController
 
 // IngressClassName is the IngressClass isle creates, as the default class.
 const IngressClassName = "isle"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // The isle.dev/local-path provisioner: a claim of its class gets a
@@ -177,7 +178,8 @@ func localPathVolume(name string, claim *corev1.PersistentVolumeClaim, class *st
 	}
 	dirType := corev1.HostPathDirectoryOrCreate
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annProvisionedBy: LocalPathProvisioner}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{annProvisionedBy: LocalPathProvisioner},
+			Labels: map[string]string{wire.LabelLocalPathNode: host}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
 			AccessModes:                   slices.Clone(claim.Spec.AccessModes),
@@ -196,6 +198,22 @@ func localPathVolume(name string, claim *corev1.PersistentVolumeClaim, class *st
 		pv.Finalizers = []string{LocalPathCleanupFinalizer}
 	}
 	return pv
+}
+
+// localPathNode is the node that holds a local-path volume's directory, as
+// its node affinity names it ("" for another volume).
+func localPathNode(v *corev1.PersistentVolume) string {
+	if v.Annotations[annProvisionedBy] != LocalPathProvisioner || v.Spec.NodeAffinity == nil || v.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, term := range v.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 // nodeLocalPathRoot is where the node keeps its local-path volumes: the

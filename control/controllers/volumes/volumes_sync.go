@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/wire"
 )
 
 // The decisions of the persistentvolume controller, one claim or one
@@ -461,10 +462,18 @@ func (r *pvRun) syncVolume(ctx context.Context, name string) error {
 // reclaim policy.
 func (r *pvRun) protectVolume(ctx context.Context, vol *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	return r.updateVolume(ctx, vol, "", func(v *corev1.PersistentVolume) (bool, error) {
-		if v.DeletionTimestamp != nil {
-			return v.Status.Phase != corev1.VolumeBound && setFinalizer(&v.ObjectMeta, registry.FinalizerPVProtection, false), nil
+		// The node label its board lists its volumes by (volumes made
+		// before there was one get it too, deleted ones included).
+		labelled := false
+		if node := localPathNode(v); node != "" && v.Labels[wire.LabelLocalPathNode] != node {
+			metav1.SetMetaDataLabel(&v.ObjectMeta, wire.LabelLocalPathNode, node)
+			labelled = true
 		}
-		changed := setFinalizer(&v.ObjectMeta, registry.FinalizerPVProtection, true)
+		if v.DeletionTimestamp != nil {
+			removed := v.Status.Phase != corev1.VolumeBound && setFinalizer(&v.ObjectMeta, registry.FinalizerPVProtection, false)
+			return removed || labelled, nil
+		}
+		changed := setFinalizer(&v.ObjectMeta, registry.FinalizerPVProtection, true) || labelled
 		if v.Annotations[annProvisionedBy] == LocalPathProvisioner {
 			wantCleanup := v.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete
 			changed = setFinalizer(&v.ObjectMeta, LocalPathCleanupFinalizer, wantCleanup) || changed

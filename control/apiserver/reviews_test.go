@@ -33,7 +33,8 @@ func TestSelfSubjectReview(t *testing.T) {
 	// Anonymous: 401; other methods and paths, bodies of other kinds: refused.
 	mustCode(t, e.do(t, req{method: "POST", path: "/apis/authentication.k8s.io/v1/selfsubjectreviews", body: body}), 401)
 	mustCode(t, e.admin(t, "GET", "/apis/authentication.k8s.io/v1/selfsubjectreviews", ""), 405)
-	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body), 404)
+	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body), 400)
+	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/nosuchreviews", body), 404)
 	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v2/selfsubjectreviews", body), 404)
 	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"kind":"Pod"}`), 400)
 	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", `not json`), 400)
@@ -48,7 +49,7 @@ func TestSelfSubjectReview(t *testing.T) {
 	}
 	var list metav1.APIResourceList
 	mustCode(t, e.admin(t, "GET", "/apis/authentication.k8s.io/v1", ""), 200).decode(t, &list)
-	if len(list.APIResources) != 1 || list.APIResources[0].Name != "selfsubjectreviews" || !slices.Equal(list.APIResources[0].Verbs, []string{"create"}) {
+	if len(list.APIResources) != 2 || list.APIResources[0].Name != "selfsubjectreviews" || !slices.Equal(list.APIResources[0].Verbs, []string{"create"}) {
 		t.Errorf("/apis/authentication.k8s.io/v1: %+v", list)
 	}
 }

@@ -1,0 +1,241 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/auth/rbac/reconciliation"
+
+	"github.com/isle-cluster/isle/control/registry"
+)
+
+// The bootstrap policy: the ClusterRoles and ClusterRoleBindings
+// kube-apiserver creates at start (its bootstrappolicy), for what a
+// Kubernetes user expects to find: cluster-admin for system:masters, the
+// user-facing admin, edit and view with their aggregation labels, and the
+// roles every authenticated (or anonymous) user holds. isle's own parts
+// need none: its controllers run inside the API server and its boards use
+// the Node authorizer.
+
+// Labels and annotations of the bootstrap policy, as upstream's.
+const (
+	labelBootstrapping   = "kubernetes.io/bootstrapping"
+	bootstrappingDefault = "rbac-defaults"
+	// AnnotationAutoupdate "false" on a bootstrap object keeps it as its
+	// owner changed it: it is not reconciled at start.
+	AnnotationAutoupdate = "rbac.authorization.kubernetes.io/autoupdate"
+	aggregateToAdmin     = "rbac.authorization.k8s.io/aggregate-to-admin"
+	aggregateToEdit      = "rbac.authorization.k8s.io/aggregate-to-edit"
+	aggregateToView      = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"create", "delete", "deletecollection", "patch", "update"}
+	allVerbs   = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+)
+
+func rule(verbs []string, group string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: []string{group}, Resources: resources}
+}
+
+func urls(verbs []string, paths ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, NonResourceURLs: paths}
+}
+
+func clusterRole(name string, labels map[string]string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
+	l := map[string]string{labelBootstrapping: bootstrappingDefault}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l,
+		Annotations: map[string]string{AnnotationAutoupdate: "true"}}, Rules: rules}
+}
+
+func aggregated(name, selectLabel string, labels map[string]string) rbacv1.ClusterRole {
+	r := clusterRole(name, labels)
+	r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{selectLabel: "true"}}}}
+	return r
+}
+
+// BootstrapClusterRoles are the bootstrap policy's ClusterRoles.
+func BootstrapClusterRoles() []rbacv1.ClusterRole {
+	get := []string{"get"}
+	create := []string{"create"}
+	return []rbacv1.ClusterRole{
+		clusterRole("cluster-admin", nil,
+			rule([]string{"*"}, "*", "*"), urls([]string{"*"}, "*")),
+		clusterRole("system:discovery", nil,
+			urls(get, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
+		clusterRole("system:public-info-viewer", nil,
+			urls(get, "/healthz", "/livez", "/readyz", "/version", "/version/")),
+		clusterRole("system:basic-user", nil,
+			rule(create, "authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+			rule(create, "authentication.k8s.io", "selfsubjectreviews")),
+		clusterRole("system:monitoring", nil,
+			urls(get, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
+		clusterRole("system:auth-delegator", nil,
+			rule(create, "authentication.k8s.io", "tokenreviews"),
+			rule(create, "authorization.k8s.io", "subjectaccessreviews")),
+		aggregated("admin", aggregateToAdmin, nil),
+		aggregated("edit", aggregateToEdit, map[string]string{aggregateToAdmin: "true"}),
+		aggregated("view", aggregateToView, map[string]string{aggregateToEdit: "true"}),
+		clusterRole("system:aggregate-to-admin", map[string]string{aggregateToAdmin: "true"},
+			rule(create, "authorization.k8s.io", "localsubjectaccessreviews"),
+			rule(allVerbs, rbacv1.GroupName, "rolebindings", "roles")),
+		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
+			rule([]string{"impersonate"}, "", "serviceaccounts"),
+			rule(writeVerbs, "", "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"),
+			rule(create, "", "pods/eviction"),
+			rule(writeVerbs, "", "configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
+				"replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"),
+			rule(create, "", "serviceaccounts/token"),
+			rule(writeVerbs, "apps", "daemonsets", "deployments", "deployments/rollback", "deployments/scale",
+				"replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"),
+			rule(writeVerbs, "autoscaling", "horizontalpodautoscalers"),
+			rule(writeVerbs, "batch", "cronjobs", "jobs"),
+			rule(writeVerbs, "policy", "poddisruptionbudgets"),
+			rule(writeVerbs, "networking.k8s.io", "ingresses", "networkpolicies"),
+			rule(readVerbs, "", "secrets", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy")),
+		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
+			rule(readVerbs, "", "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
+				"replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status"),
+			rule(readVerbs, "", "bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
+				"replicationcontrollers/status", "resourcequotas", "resourcequotas/status"),
+			rule(readVerbs, "", "namespaces"),
+			rule(readVerbs, "discovery.k8s.io", "endpointslices"),
+			rule(readVerbs, "apps", "controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/scale",
+				"deployments/status", "replicasets", "replicasets/scale", "replicasets/status", "statefulsets",
+				"statefulsets/scale", "statefulsets/status"),
+			rule(readVerbs, "autoscaling", "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+			rule(readVerbs, "batch", "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
+			rule(readVerbs, "policy", "poddisruptionbudgets", "poddisruptionbudgets/status"),
+			rule(readVerbs, "networking.k8s.io", "ingresses", "ingresses/status", "networkpolicies")),
+	}
+}
+
+func clusterRoleBinding(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+	return rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels:      map[string]string{labelBootstrapping: bootstrappingDefault},
+		Annotations: map[string]string{AnnotationAutoupdate: "true"}},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subjects}
+}
+
+func group(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+// BootstrapClusterRoleBindings are the bootstrap policy's bindings.
+func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	return []rbacv1.ClusterRoleBinding{
+		clusterRoleBinding("cluster-admin", "cluster-admin", group(GroupMasters)),
+		clusterRoleBinding("system:discovery", "system:discovery", group(GroupAuthenticated)),
+		clusterRoleBinding("system:basic-user", "system:basic-user", group(GroupAuthenticated)),
+		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", group(GroupAuthenticated), group(GroupUnauthenticated)),
+		clusterRoleBinding("system:monitoring", "system:monitoring", group("system:monitoring")),
+	}
+}
+
+// Reconcile writes the bootstrap policy into the store as kube-apiserver
+// does at start: what is missing is created; a role that lacks rules of
+// the policy gets them, a binding that lacks subjects gets them, and what
+// a user added stays; an object annotated autoupdate=false is left alone.
+func Reconcile(ctx context.Context, store *registry.Store) error {
+	roles := store.Resources()
+	crRes, _ := roles.Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	crbRes, _ := roles.Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
+	var errs []error
+	for _, r := range BootstrapClusterRoles() {
+		opts := reconciliation.ReconcileRoleOptions{Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: &r}, Confirm: true,
+			Client: clusterRoles{ctx: ctx, store: store, res: crRes}}
+		if _, err := opts.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("ClusterRole %s: %w", r.Name, err))
+		}
+	}
+	for _, b := range BootstrapClusterRoleBindings() {
+		opts := reconciliation.ReconcileRoleBindingOptions{RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: &b},
+			Confirm: true, Client: clusterRoleBindings{ctx: ctx, store: store, res: crbRes}}
+		if _, err := opts.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("authz: bootstrap policy: %w", err)
+	}
+	return nil
+}
+
+// clusterRoles is reconciliation's access to the store's ClusterRoles.
+type clusterRoles struct {
+	ctx   context.Context
+	store *registry.Store
+	res   *registry.Resource
+}
+
+func (c clusterRoles) Get(_, name string) (reconciliation.RuleOwner, error) {
+	obj, err := c.store.Get(c.ctx, c.res, "", name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
+}
+
+func (c clusterRoles) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	obj, err := c.store.Create(c.ctx, c.res, "", in.(reconciliation.ClusterRoleRuleOwner).ClusterRole.DeepCopy(), registry.WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
+}
+
+func (c clusterRoles) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	r := in.(reconciliation.ClusterRoleRuleOwner).ClusterRole.DeepCopy()
+	obj, err := c.store.Update(c.ctx, c.res, "", r.Name, "", r, registry.WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
+}
+
+// clusterRoleBindings is reconciliation's access to the store's
+// ClusterRoleBindings.
+type clusterRoleBindings struct {
+	ctx   context.Context
+	store *registry.Store
+	res   *registry.Resource
+}
+
+func (c clusterRoleBindings) Get(_, name string) (reconciliation.RoleBinding, error) {
+	obj, err := c.store.Get(c.ctx, c.res, "", name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
+}
+
+func (c clusterRoleBindings) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	obj, err := c.store.Create(c.ctx, c.res, "", in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding.DeepCopy(), registry.WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
+}
+
+func (c clusterRoleBindings) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	b := in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding.DeepCopy()
+	obj, err := c.store.Update(c.ctx, c.res, "", b.Name, "", b, registry.WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
+}
+
+// Delete is how reconciliation recreates a binding whose roleRef changed.
+func (c clusterRoleBindings) Delete(_, name string, uid types.UID) error {
+	_, _, err := c.store.Delete(c.ctx, c.res, "", name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	return err
+}
