@@ -190,6 +190,7 @@ func TestKubectl(t *testing.T) {
 	for _, v := range names {
 		t.Run("kubectl "+v, func(t *testing.T) { kubectlAcceptance(t, bin, c, versions[v]) })
 	}
+	t.Run("a node's credential", func(t *testing.T) { nodeProbes(t, bin, c) })
 }
 
 func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {
@@ -318,6 +319,13 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 		} else {
 			mustMatch(t, "auth whoami", out, `Username +isle-admin`, `Groups +\[system:masters system:authenticated\]`)
 		}
+		t.Run("auth can-i", func(t *testing.T) {
+			sfx := strings.ReplaceAll(strings.TrimPrefix(filepath.Base(kubectl), "kubectl."), ".", "-")
+			if sfx == "kubectl" {
+				sfx = "default"
+			}
+			canIMatrix(t, k, sfx)
+		})
 		k.ok(t, "delete", "rolebinding", "read-pods")
 		k.ok(t, "delete", "role", "pod-reader")
 		k.ok(t, "delete", "clusterrolebinding", "view-ns")

@@ -104,12 +104,19 @@ func appliesTo(u *User, subjects []rbacv1.Subject, bindingNamespace string) bool
 			if ns == "" {
 				ns = bindingNamespace
 			}
-			if ns != "" && u.Name == ServiceAccountUser(ns, s.Name) {
+			if ns != "" && isServiceAccount(u.Name, ns, s.Name) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// isServiceAccount reports whether user is ServiceAccountUser(ns, name),
+// without making that string (a decision looks at every binding).
+func isServiceAccount(user, ns, name string) bool {
+	rest, ok := strings.CutPrefix(user, ServiceAccountPrefix)
+	return ok && len(rest) == len(ns)+1+len(name) && rest[:len(ns)] == ns && rest[len(ns)] == ':' && rest[len(ns)+1:] == name
 }
 
 // RuleAllows reports whether rule allows a, as upstream's

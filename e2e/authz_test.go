@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nodeProbes is what a node's credential was found to reach beyond its
+// own pods (issue 23), tried again on a running cluster: each answers 403,
+// and the node's own reads and writes still work.
+func nodeProbes(t *testing.T, bin string, c *storeCluster) {
+	admin := adminClient(t, bin, c.members[0])
+	node := admin.withToken(nodeToken(t, admin, c.members[0], "pi9"))
+	post := func(cl *apiClient, path, body string) (int, string) {
+		code, b, _ := cl.do(t, "POST", path, "application/json", []byte(body))
+		return code, b
+	}
+	patch := func(cl *apiClient, path, body string) (int, string) {
+		code, b, _ := cl.do(t, "PATCH", path, "application/merge-patch+json", []byte(body))
+		return code, b
+	}
+	get := func(cl *apiClient, path string) (int, string) {
+		code, b, _ := cl.do(t, "GET", path, "", nil)
+		return code, b
+	}
+	must := func(what string, code int, body string, want int) {
+		t.Helper()
+		if code != want {
+			t.Fatalf("%s: %d, want %d: %s", what, code, want, body)
+		}
+	}
+	// pi9's pod uses Secret probe-mine; probe-other is nobody's; a pod
+	// of pi1's to read the logs of.
+	for _, s := range []string{"probe-mine", "probe-other"} {
+		code, b := post(admin, "/api/v1/namespaces/default/secrets", `{"metadata":{"name":"`+s+`"},"stringData":{"k":"v"}}`)
+		must("create Secret "+s, code, b, 201)
+	}
+	code, b := post(admin, "/api/v1/namespaces/default/pods", `{"metadata":{"name":"probe-pi9"},"spec":{"nodeName":"pi9","containers":[{"name":"c","image":"busybox"}],`+
+		`"volumes":[{"name":"s","secret":{"secretName":"probe-mine"}}]}}`)
+	must("create pi9's pod", code, b, 201)
+	code, b = post(admin, "/api/v1/namespaces/default/pods", `{"metadata":{"name":"probe-pi1"},"spec":{"nodeName":"pi1","containers":[{"name":"c","image":"busybox"}]}}`)
+	must("create pi1's pod", code, b, 201)
+	code, b = post(node, "/api/v1/nodes", `{"metadata":{"name":"pi9","labels":{"kubernetes.io/hostname":"pi9","isle.dev/role":"agent"}}}`)
+	must("pi9 registers its Node", code, b, 201)
+	waitFor(t, 20*time.Second, "pi9 gets a pod CIDR", func() bool {
+		_, b := get(admin, "/api/v1/nodes/pi9")
+		return strings.Contains(b, `"podCIDR":"10.42.`)
+	})
+	code, b = patch(admin, "/api/v1/nodes/pi9", `{"spec":{"taints":[{"key":"dedicated","value":"lab","effect":"NoSchedule"}]}}`)
+	must("an administrator taints pi9", code, b, 200)
+	_, pi1 := get(admin, "/api/v1/nodes/pi1")
+	pi1CIDR := between(pi1, `"podCIDR":"`, `"`)
+	waitFor(t, 10*time.Second, "pi9 may read its pod's Secret", func() bool {
+		code, _ := get(node, "/api/v1/namespaces/default/secrets/probe-mine")
+		return code == 200
+	})
+
+	probes := []struct {
+		name string
+		do   func() (int, string)
+		want string
+	}{
+		{"list every Secret", func() (int, string) { return get(node, "/api/v1/secrets") }, "can only get individual resources of this type"},
+		{"get a Secret no pod of it uses", func() (int, string) { return get(node, "/api/v1/namespaces/default/secrets/probe-other") },
+			"no relationship found between node 'pi9' and this object"},
+		{"list every ConfigMap", func() (int, string) { return get(node, "/api/v1/configmaps") }, "can only get individual resources of this type"},
+		{"read another node's pod's log", func() (int, string) { return get(node, "/api/v1/namespaces/default/pods/probe-pi1/log") },
+			`cannot get resource \"pods/log\"`},
+		{"label itself another node's hostname", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"kubernetes.io/hostname":"pi1"}}}`)
+		}, "may only set kubernetes.io/hostname to its own name"},
+		{"label itself node-restriction.kubernetes.io/", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"node-restriction.kubernetes.io/pool":"gpu"}}}`)
+		}, "not allowed to modify labels: node-restriction.kubernetes.io/pool"},
+		{"remove the administrator's taint", func() (int, string) { return patch(node, "/api/v1/nodes/pi9", `{"spec":{"taints":null}}`) },
+			"not allowed to modify taints"},
+		{"take another node's pod CIDR", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi9", fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, pi1CIDR, pi1CIDR))
+		}, "may not change podCIDR"}, // validation refuses it before NodeRestriction would (422)
+		{"say it is a control-plane server", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":""}}}`)
+		}, "not a server of the control plane"},
+		{"write another node's status", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi1/status", `{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`)
+		}, "node 'pi9' cannot modify node 'pi1'"},
+		{"delete another node's pod", func() (int, string) {
+			code, b, _ := node.do(t, "DELETE", "/api/v1/namespaces/default/pods/probe-pi1", "", nil)
+			return code, b
+		}, "no relationship found"},
+		{"read the RBAC policy", func() (int, string) { return get(node, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings") }, `cannot list resource \"clusterrolebindings\"`},
+	}
+	for _, p := range probes {
+		code, b := p.do()
+		if code != http.StatusForbidden && code != http.StatusUnprocessableEntity || !strings.Contains(b, p.want) {
+			t.Errorf("node pi9: %s: %d %s, want 403 (or 422) with %q", p.name, code, b, p.want)
+		} else {
+			t.Logf("node pi9: %s: %d %s", p.name, code, between(b, `"message":"`, `","reason"`))
+		}
+	}
+	// What it may do still works.
+	for _, ok := range []struct {
+		name string
+		do   func() (int, string)
+		want int
+	}{
+		{"read its pod's Secret", func() (int, string) { return get(node, "/api/v1/namespaces/default/secrets/probe-mine") }, 200},
+		{"list the pods", func() (int, string) { return get(node, "/api/v1/pods?fieldSelector=spec.nodeName%3Dpi9") }, 200},
+		{"label itself", func() (int, string) { return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"disk":"ssd"}}}`) }, 200},
+		{"write its pod's status", func() (int, string) {
+			return patch(node, "/api/v1/namespaces/default/pods/probe-pi9/status", `{"status":{"phase":"Running"}}`)
+		}, 200},
+	} {
+		if code, b := ok.do(); code != ok.want {
+			t.Errorf("node pi9: %s: %d %s, want %d", ok.name, code, b, ok.want)
+		}
+	}
+	_, b = get(admin, "/api/v1/nodes/pi9")
+	if !strings.Contains(b, `"kubernetes.io/hostname":"pi9"`) || !strings.Contains(b, `"dedicated"`) || strings.Contains(b, pi1CIDR) {
+		t.Errorf("pi9's Node after the probes: %s", b)
+	}
+	for _, p := range []string{"pods/probe-pi9", "pods/probe-pi1", "secrets/probe-mine", "secrets/probe-other"} {
+		admin.do(t, "DELETE", "/api/v1/namespaces/default/"+p+"?gracePeriodSeconds=0", "", nil)
+	}
+	admin.do(t, "DELETE", "/api/v1/nodes/pi9", "", nil)
+}
+
+// between is what s holds between the first from and the next to.
+func between(s, from, to string) string {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, to)
+	return v
+}
+
+// canIMatrix is `kubectl auth can-i` for each kind of user, in two
+// namespaces, through impersonation (--as, --as-group): the bootstrap
+// policy's admin, edit and view bound in team-a, a student who is admin of
+// team-b only, a node and a service account.
+// The namespaces are team-a-SFX and team-b-SFX.
+func canIMatrix(t *testing.T, k *kubectlRunner, sfx string) {
+	teamA, teamB := "team-a-"+sfx, "team-b-"+sfx
+	for _, ns := range []string{teamA, teamB} {
+		k.ok(t, "create", "namespace", ns)
+	}
+	t.Cleanup(func() { k.run("", "delete", "namespace", teamA, teamB, "--wait=false") })
+	k.ok(t, "create", "rolebinding", "alice-admin", "-n", teamA, "--clusterrole=admin", "--user=alice")
+	k.ok(t, "create", "rolebinding", "bob-edit", "-n", teamA, "--clusterrole=edit", "--user=bob")
+	k.ok(t, "create", "rolebinding", "carol-view", "-n", teamA, "--clusterrole=view", "--user=carol")
+	k.ok(t, "create", "rolebinding", "student", "-n", teamB, "--clusterrole=admin", "--group=students")
+	k.ok(t, "create", "role", "pod-reader", "-n", teamA, "--verb=get,list,watch", "--resource=pods")
+	k.ok(t, "create", "rolebinding", "robot", "-n", teamA, "--role=pod-reader", "--serviceaccount="+teamA+":robot")
+
+	type user struct{ name, as, group string }
+	users := []user{
+		{"admin", "", ""}, {"alice (admin)", "alice", ""}, {"bob (edit)", "bob", ""}, {"carol (view)", "carol", ""},
+		{"dave (student)", "dave", "students"}, {"node pi1", "system:node:pi1", "system:nodes"}, {"sa team-a/robot", "system:serviceaccount:" + teamA + ":robot", ""},
+	}
+	checks := []struct{ verb, resource, ns string }{
+		{"list", "pods", teamA}, {"create", "deployments.apps", teamA}, {"get", "secrets", teamA},
+		{"create", "rolebindings.rbac.authorization.k8s.io", teamA}, {"list", "pods", teamB}, {"delete", "pods", teamB},
+		{"list", "nodes", ""}, {"create", "clusterroles.rbac.authorization.k8s.io", ""},
+	}
+	want := map[string]string{ // one letter a check: y or n
+		"admin":           "yyyyyyyy",
+		"alice (admin)":   "yyyynnnn",
+		"bob (edit)":      "yyynnnnn",
+		"carol (view)":    "ynnnnnnn",
+		"dave (student)":  "nnnnyynn",
+		"node pi1":        "ynnnynyn",
+		"sa team-a/robot": "ynnnnnnn",
+	}
+	canI := func(u user, verb, resource, ns string) string {
+		args := []string{"auth", "can-i", verb, resource}
+		if ns != "" {
+			args = append(args, "-n", ns)
+		}
+		if u.as != "" {
+			args = append(args, "--as", u.as)
+		}
+		if u.group != "" {
+			args = append(args, "--as-group", u.group)
+		}
+		out, _, _ := k.run("", args...)
+		if strings.TrimSpace(out) == "yes" {
+			return "y"
+		}
+		return "n"
+	}
+	// The bindings reach every server's authorizer within moments.
+	waitFor(t, 10*time.Second, "alice may list pods in team-a", func() bool { return canI(users[1], "list", "pods", teamA) == "y" })
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-18s", "")
+	for _, c := range checks {
+		fmt.Fprintf(&table, " %s %s %s |", c.verb, strings.Split(c.resource, ".")[0], strings.TrimSuffix(c.ns, "-"+sfx))
+	}
+	for _, u := range users {
+		got := ""
+		for _, c := range checks {
+			got += canI(u, c.verb, c.resource, c.ns)
+		}
+		fmt.Fprintf(&table, "\n%-18s %s", u.name, got)
+		if got != want[u.name] {
+			t.Errorf("can-i of %s: %s, want %s", u.name, got, want[u.name])
+		}
+	}
+	t.Logf("kubectl auth can-i:\n%s", table.String())
+	// --list: what alice holds in team-a.
+	mustMatch(t, "auth can-i --list", k.ok(t, "auth", "can-i", "--list", "-n", teamA, "--as", "alice"),
+		`(?m)^rolebindings\.rbac\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create delete deletecollection get list patch update watch\]`)
+	// Escalation, through kubectl: alice may not bind cluster-admin.
+	_, errOut, err := k.run("", "create", "rolebinding", "root", "-n", teamA, "--clusterrole=cluster-admin", "--user=alice", "--as", "alice")
+	if err == nil || !strings.Contains(errOut, "is attempting to grant RBAC permissions not currently held") {
+		t.Errorf("alice binds cluster-admin: %v %s", err, errOut)
+	}
+}
