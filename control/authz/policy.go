@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-helpers/auth/rbac/reconciliation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/isle-cluster/isle/control/registry"
 )
@@ -145,21 +148,44 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 // the policy gets them, a binding that lacks subjects gets them, and what
 // a user added stays; an object annotated autoupdate=false is left alone.
 func Reconcile(ctx context.Context, store *registry.Store) error {
-	roles := store.Resources()
-	crRes, _ := roles.Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
-	crbRes, _ := roles.Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
+	crRes, _ := store.Resources().Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	crbRes, _ := store.Resources().Lookup(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 	var errs []error
 	for _, r := range BootstrapClusterRoles() {
-		opts := reconciliation.ReconcileRoleOptions{Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: &r}, Confirm: true,
-			Client: clusterRoles{ctx: ctx, store: store, res: crRes}}
-		if _, err := opts.Run(); err != nil {
+		err := reconcileOne(ctx, store, crRes, &r, func(obj runtime.Object) bool {
+			have := obj.(*rbacv1.ClusterRole)
+			changed := false
+			if covered, missing := validation.Covers(have.Rules, r.Rules); !covered {
+				have.Rules, changed = append(have.Rules, missing...), true
+			}
+			if r.AggregationRule != nil {
+				if have.AggregationRule == nil {
+					have.AggregationRule, changed = &rbacv1.AggregationRule{}, true
+				}
+				for _, sel := range r.AggregationRule.ClusterRoleSelectors {
+					if !slices.ContainsFunc(have.AggregationRule.ClusterRoleSelectors, func(s metav1.LabelSelector) bool { return equality.Semantic.DeepEqual(s, sel) }) {
+						have.AggregationRule.ClusterRoleSelectors, changed = append(have.AggregationRule.ClusterRoleSelectors, sel), true
+					}
+				}
+			}
+			return mergeMeta(&have.ObjectMeta, &r.ObjectMeta) || changed
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("ClusterRole %s: %w", r.Name, err))
 		}
 	}
 	for _, b := range BootstrapClusterRoleBindings() {
-		opts := reconciliation.ReconcileRoleBindingOptions{RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: &b},
-			Confirm: true, Client: clusterRoleBindings{ctx: ctx, store: store, res: crbRes}}
-		if _, err := opts.Run(); err != nil {
+		err := reconcileOne(ctx, store, crbRes, &b, func(obj runtime.Object) bool {
+			have := obj.(*rbacv1.ClusterRoleBinding)
+			changed := false
+			for _, sub := range b.Subjects {
+				if !slices.Contains(have.Subjects, sub) {
+					have.Subjects, changed = append(have.Subjects, sub), true
+				}
+			}
+			return mergeMeta(&have.ObjectMeta, &b.ObjectMeta) || changed
+		})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err))
 		}
 	}
@@ -169,73 +195,41 @@ func Reconcile(ctx context.Context, store *registry.Store) error {
 	return nil
 }
 
-// clusterRoles is reconciliation's access to the store's ClusterRoles.
-type clusterRoles struct {
-	ctx   context.Context
-	store *registry.Store
-	res   *registry.Resource
-}
-
-func (c clusterRoles) Get(_, name string) (reconciliation.RuleOwner, error) {
-	obj, err := c.store.Get(c.ctx, c.res, "", name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
+// reconcileOne creates want, or lets add put into the stored object what
+// it lacks of want (add reports whether it changed anything), unless the
+// stored one says autoupdate=false.
+func reconcileOne(ctx context.Context, store *registry.Store, res *registry.Resource, want metav1.Object, add func(runtime.Object) bool) error {
+	for attempt := 0; ; attempt++ {
+		obj, err := store.Get(ctx, res, "", want.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = store.Create(ctx, res, "", want.(runtime.Object).DeepCopyObject(), registry.WriteOptions{})
+		} else if err == nil {
+			if obj.(metav1.Object).GetAnnotations()[AnnotationAutoupdate] == "false" || !add(obj) {
+				return nil
+			}
+			_, err = store.Update(ctx, res, "", want.GetName(), "", obj, registry.WriteOptions{})
+		}
+		if (apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < 3 {
+			continue
+		}
+		return err
 	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
 }
 
-func (c clusterRoles) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	obj, err := c.store.Create(c.ctx, c.res, "", in.(reconciliation.ClusterRoleRuleOwner).ClusterRole.DeepCopy(), registry.WriteOptions{})
-	if err != nil {
-		return nil, err
+// mergeMeta adds to have the labels and annotations of want it lacks.
+func mergeMeta(have, want *metav1.ObjectMeta) bool {
+	changed := false
+	for k, v := range want.Labels {
+		if _, ok := have.Labels[k]; !ok {
+			metav1.SetMetaDataLabel(have, k, v)
+			changed = true
+		}
 	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
-}
-
-func (c clusterRoles) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	r := in.(reconciliation.ClusterRoleRuleOwner).ClusterRole.DeepCopy()
-	obj, err := c.store.Update(c.ctx, c.res, "", r.Name, "", r, registry.WriteOptions{})
-	if err != nil {
-		return nil, err
+	for k, v := range want.Annotations {
+		if _, ok := have.Annotations[k]; !ok {
+			metav1.SetMetaDataAnnotation(have, k, v)
+			changed = true
+		}
 	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: obj.(*rbacv1.ClusterRole)}, nil
-}
-
-// clusterRoleBindings is reconciliation's access to the store's
-// ClusterRoleBindings.
-type clusterRoleBindings struct {
-	ctx   context.Context
-	store *registry.Store
-	res   *registry.Resource
-}
-
-func (c clusterRoleBindings) Get(_, name string) (reconciliation.RoleBinding, error) {
-	obj, err := c.store.Get(c.ctx, c.res, "", name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
-}
-
-func (c clusterRoleBindings) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	obj, err := c.store.Create(c.ctx, c.res, "", in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding.DeepCopy(), registry.WriteOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
-}
-
-func (c clusterRoleBindings) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	b := in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding.DeepCopy()
-	obj, err := c.store.Update(c.ctx, c.res, "", b.Name, "", b, registry.WriteOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: obj.(*rbacv1.ClusterRoleBinding)}, nil
-}
-
-// Delete is how reconciliation recreates a binding whose roleRef changed.
-func (c clusterRoleBindings) Delete(_, name string, uid types.UID) error {
-	_, _, err := c.store.Delete(c.ctx, c.res, "", name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	return err
+	return changed
 }

@@ -18,6 +18,8 @@ import (
 type apiClient struct {
 	base string
 	http *http.Client
+	// impersonate, if set, is the user the requests act as.
+	impersonate string
 }
 
 // requestTimeout bounds one request, LISTs of everything included.
@@ -59,6 +61,9 @@ func (c *apiClient) do(ctx context.Context, method, path, accept, contentType st
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if c.impersonate != "" {
+		req.Header.Set("Impersonate-User", c.impersonate)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -29,6 +29,7 @@ type options struct {
 	gets    int
 	readers int
 	lists   int
+	rbac    bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -39,6 +40,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.gets, "gets", 2000, "GETs of random Pods")
 	fs.IntVar(&o.readers, "readers", 4, "concurrent readers for the GETs")
 	fs.IntVar(&o.lists, "lists", 100, "LISTs of all Pods, of each kind")
+	fs.BoolVar(&o.rbac, "rbac", true, "a second round, on a fresh server, as a user RBAC authorizes with 100 ClusterRoles and 500 RoleBindings stored")
 	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -50,24 +52,45 @@ func parseFlags(args []string) (options, error) {
 
 func main() { benchkit.Main("apibench", parseFlags, run) }
 
-// run runs the benchmark on one server and prints the report.
+// run runs the benchmark on one server and prints the report; with -rbac
+// it runs it again on a fresh server as a user RBAC authorizes, and
+// compares the two.
 func run(ctx context.Context, o options) error {
-	// Name "bench" is in every Pod's spec.nodeName once bound, so it sizes
-	// the answers: kept as earlier runs had it, for comparison.
-	srv := &isleserver.Server{Name: "bench"}
-	return srv.Run(ctx, o.Flags, "isle-apibench-", func(ctx context.Context, env benchkit.Env) error {
-		res, err := measure(ctx, srv, o)
+	var rounds []results
+	for _, asUser := range []bool{false, true}[:1+btoi(o.rbac)] {
+		// Name "bench" is in every Pod's spec.nodeName once bound, so it
+		// sizes the answers: kept as earlier runs had it, for comparison.
+		srv := &isleserver.Server{Name: "bench"}
+		err := srv.Run(ctx, o.Flags, "isle-apibench-", func(ctx context.Context, env benchkit.Env) error {
+			res, err := measure(ctx, srv, o, asUser)
+			if err != nil {
+				return err
+			}
+			printReport(os.Stdout, env, o, res)
+			rounds = append(rounds, res)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		printReport(os.Stdout, env, o, res)
-		return nil
-	})
+	}
+	if len(rounds) == 2 {
+		printComparison(os.Stdout, rounds[0], rounds[1])
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // measure connects to the server and runs the creates, GETs and LISTs,
-// reading its memory before and after.
-func measure(ctx context.Context, srv *isleserver.Server, o options) (results, error) {
+// reading its memory before and after; asUser stores the RBAC policy
+// first and makes the requests as benchUser.
+func measure(ctx context.Context, srv *isleserver.Server, o options, asUser bool) (results, error) {
 	var res results
 	cfg, err := srv.RESTConfig(ctx)
 	if err != nil {
@@ -84,6 +107,13 @@ func measure(ctx context.Context, srv *isleserver.Server, o options) (results, e
 
 	if res.protocol, err = api.protocol(ctx); err != nil {
 		return res, err
+	}
+	if asUser {
+		slog.Info("storing the RBAC policy", "clusterroles", policyClusterRoles, "rolebindings", policyRoleBindings)
+		if err := storePolicy(ctx, api); err != nil {
+			return res, err
+		}
+		api.impersonate, res.user = benchUser, benchUser
 	}
 	if res.memIdle, err = srv.Memory(ctx); err != nil {
 		return res, err

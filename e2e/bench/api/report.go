@@ -21,6 +21,7 @@ const (
 // results is everything measured.
 type results struct {
 	protocol                       string   // HTTP protocol the API answered with
+	user                           string   // the user impersonated, "" for the administrator
 	ops                            []opStat // creates, gets, then one per listKinds entry
 	memIdle, memCreated, memListed isleserver.Memory
 }
@@ -28,9 +29,14 @@ type results struct {
 // printReport writes the environment, the operations, the memory and the
 // targets as markdown.
 func printReport(w io.Writer, env benchkit.Env, o options, r results) {
+	who := "admin certificate (system:masters)"
+	if r.user != "" {
+		who = fmt.Sprintf("admin certificate impersonating %s, whom RBAC authorizes (edit in default) among %d ClusterRoles and %d RoleBindings",
+			r.user, policyClusterRoles, policyRoleBindings)
+	}
 	fmt.Fprintf(w, "## API benchmark: one isle server, HTTPS on loopback\n\n")
 	env.WriteMarkdown(w)
-	fmt.Fprintf(w, "- client: admin certificate, %s (one shared connection, as kubectl), no compression\n", r.protocol)
+	fmt.Fprintf(w, "- client: %s, %s (one shared connection, as kubectl), no compression\n", who, r.protocol)
 	fmt.Fprintf(w, "- %d Pods (~%s B of JSON each) created by %d writers; %d GETs of random Pods by %d readers; "+
 		"%d LISTs of each kind, one at a time\n\n",
 		o.pods, benchkit.Group(float64(r.ops[0].reqBodies)/float64(max(1, r.ops[0].requests))), o.writers, o.gets, o.readers, o.lists)
@@ -81,6 +87,25 @@ func printReport(w io.Writer, env benchkit.Env, o options, r results) {
 	peak := max(r.memIdle.Peak, r.memCreated.Peak, r.memListed.Peak)
 	fmt.Fprintf(w, "- server peak RSS (VmHWM) ≤ %s MiB: %s (%s MiB; %s MiB after the LISTs)\n", mib(targetRSS),
 		benchkit.Verdict(peak <= targetRSS), mib(peak), mib(r.memListed.RSS))
+}
+
+// printComparison sets the RBAC round beside the administrator's: the
+// cost of authorization (target: within 10%).
+func printComparison(w io.Writer, admin, user results) {
+	fmt.Fprintf(w, "\n## Authorization's cost: %s (RBAC, %d ClusterRoles, %d RoleBindings) against the administrator\n\n",
+		user.user, policyClusterRoles, policyRoleBindings)
+	fmt.Fprintln(w, "| operation | admin p50 ms | RBAC p50 ms | admin rate/s | RBAC rate/s | RBAC/admin rate |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
+	worst := 1.0
+	for i := range min(len(admin.ops), len(user.ops)) {
+		a, u := admin.ops[i], user.ops[i]
+		ratio := u.perSec() / max(a.perSec(), 1e-9)
+		worst = min(worst, ratio)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f |\n", a.name, ms(a.p(0.50)), ms(u.p(0.50)),
+			benchkit.Group(a.perSec()), benchkit.Group(u.perSec()), ratio)
+	}
+	fmt.Fprintf(w, "\n- every operation's rate as the RBAC user ≥ 0.90 of the administrator's: %s (lowest %.2f)\n",
+		benchkit.Verdict(worst >= 0.90), worst)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
