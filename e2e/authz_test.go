@@ -108,7 +108,9 @@ func nodeProbes(t *testing.T, bin string, c *storeCluster) {
 	}{
 		{"read its pod's Secret", func() (int, string) { return get(node, "/api/v1/namespaces/default/secrets/probe-mine") }, 200},
 		{"list the pods", func() (int, string) { return get(node, "/api/v1/pods?fieldSelector=spec.nodeName%3Dpi9") }, 200},
-		{"label itself", func() (int, string) { return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"disk":"ssd"}}}`) }, 200},
+		{"label itself", func() (int, string) {
+			return patch(node, "/api/v1/nodes/pi9", `{"metadata":{"labels":{"disk":"ssd"}}}`)
+		}, 200},
 		{"write its pod's status", func() (int, string) {
 			return patch(node, "/api/v1/namespaces/default/pods/probe-pi9/status", `{"status":{"phase":"Running"}}`)
 		}, 200},
