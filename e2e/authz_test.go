@@ -3,6 +3,9 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +221,57 @@ func canIMatrix(t *testing.T, k *kubectlRunner, sfx string) {
 	_, errOut, err := k.run("", "create", "rolebinding", "root", "-n", teamA, "--clusterrole=cluster-admin", "--user=alice", "--as", "alice")
 	if err == nil || !strings.Contains(errOut, "is attempting to grant RBAC permissions not currently held") {
 		t.Errorf("alice binds cluster-admin: %v %s", err, errOut)
+	}
+}
+
+// userAccounts is a classroom's day: isle user add gives a student a
+// kubeconfig that reaches the student's namespace alone; isle user list
+// shows it; isle user revoke ends it at once.
+func userAccounts(t *testing.T, bin string, c *storeCluster) {
+	m := c.members[0]
+	isle := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--socket", m.adminSocket)...).CombinedOutput()
+		return string(out), err
+	}
+	kc := filepath.Join(t.TempDir(), "alice.kubeconfig")
+	if out, err := isle("user", "add", "alice", "--group", "students", "--namespace", "class-alice", "--role", "edit", "--ttl", "24h", "-o", kc); err != nil {
+		t.Fatalf("isle user add: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(kc); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the kubeconfig: %v %v", fi, err)
+	}
+	if out, err := isle("user", "add", "alice"); err == nil || !strings.Contains(out, `user "alice" exists`) {
+		t.Errorf("adding alice again: %v %s", err, out)
+	}
+	if out, err := isle("user", "add", "system:admin"); err == nil || !strings.Contains(out, "name \"system:admin\"") {
+		t.Errorf("a system: name: %v %s", err, out)
+	}
+	if out, err := isle("user", "add", "mallory", "--group", "system:nodes"); err == nil || !strings.Contains(out, "the system: groups are Kubernetes' own") {
+		t.Errorf("a system: group: %v %s", err, out)
+	}
+	out, err := isle("user", "list")
+	if err != nil {
+		t.Fatalf("isle user list: %v %s", err, out)
+	}
+	mustMatch(t, "isle user list", out, `NAME +GROUPS +NAMESPACE +ROLE +EXPIRES`, `alice +students +class-alice +edit +\d{4}-`)
+
+	alice := &kubectlRunner{bin: kubectlBin(t), home: t.TempDir(), kubeconfig: kc}
+	waitFor(t, 10*time.Second, "alice may create a deployment in class-alice", func() bool {
+		out, _, _ := alice.run("", "auth", "can-i", "create", "deployments")
+		return strings.TrimSpace(out) == "yes"
+	})
+	alice.ok(t, "create", "configmap", "notes", "--from-literal=a=b") // the kubeconfig's namespace
+	mustMatch(t, "alice whoami", alice.ok(t, "auth", "whoami"), `Username +alice`, `Groups +\[students system:authenticated\]`)
+	if _, errOut, err := alice.run("", "get", "pods", "-n", "default"); err == nil || !strings.Contains(errOut, `User "alice" cannot list resource "pods" in API group "" in the namespace "default"`) {
+		t.Errorf("alice lists pods in default: %v %s", err, errOut)
+	}
+	if out, err := isle("user", "revoke", "alice"); err != nil {
+		t.Fatalf("isle user revoke: %v %s", err, out)
+	}
+	if _, errOut, err := alice.run("", "get", "configmaps"); err == nil || !strings.Contains(errOut, "Unauthorized") {
+		t.Errorf("alice after her revocation: %v %s", err, errOut)
+	}
+	if out, err := isle("user", "revoke", "alice"); err == nil || !strings.Contains(out, `no user "alice"`) {
+		t.Errorf("revoking alice twice: %v %s", err, out)
 	}
 }

@@ -191,6 +191,7 @@ func TestKubectl(t *testing.T) {
 		t.Run("kubectl "+v, func(t *testing.T) { kubectlAcceptance(t, bin, c, versions[v]) })
 	}
 	t.Run("a node's credential", func(t *testing.T) { nodeProbes(t, bin, c) })
+	t.Run("isle user", func(t *testing.T) { userAccounts(t, bin, c) })
 }
 
 func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {

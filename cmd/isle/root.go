@@ -19,6 +19,7 @@ func newRootCommand() *cobra.Command {
 		newAgentCommand(),
 		newMemberCommand(),
 		newTokenCommand(),
+		newUserCommand(),
 		newSecretsCommand(),
 		newStoreCommand(),
 		newSnapshotCommand(),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -237,12 +238,19 @@ func adminSocketFlag(fl *pflag.FlagSet, socket *string) {
 	fl.StringVar(socket, "socket", defaultAdminSocket, "admin socket of the server to ask (its --admin-socket; run as root)")
 }
 
-// adminDo asks the server's admin API at socket for path (method GET or
-// POST), and returns the answer's status and body.
-func adminDo(ctx context.Context, method, socket, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://isle"+path, nil)
+// adminDo asks the server's admin API at socket for path, with body (JSON;
+// nil: none), and returns the answer's status and body.
+func adminDo(ctx context.Context, method, socket, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://isle"+path, rd)
 	if err != nil {
 		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := (&http.Client{Transport: storeapi.UnixTransport(socket)}).Do(req)
 	if err != nil {
@@ -257,7 +265,19 @@ func adminDo(ctx context.Context, method, socket, path string) (int, []byte, err
 // its JSON answer into out (nil: ignored); an error answer comes back as
 // the server worded it, prefixed with op.
 func adminJSON(ctx context.Context, op, method, socket, path string, out any) error {
-	code, b, err := adminDo(ctx, method, socket, path)
+	return adminSend(ctx, op, method, socket, path, nil, out)
+}
+
+// adminSend is adminJSON with in, if not nil, sent as JSON.
+func adminSend(ctx context.Context, op, method, socket, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	code, b, err := adminDo(ctx, method, socket, path, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}

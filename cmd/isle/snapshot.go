@@ -63,7 +63,7 @@ admin socket (--admin-socket of isle server), which takes root.`,
 // snapshotSave fetches a backup from the server's admin socket, checks
 // it, and writes it to path atomically.
 func snapshotSave(ctx context.Context, addr, path string) (backup.Header, int, error) {
-	code, data, err := adminDo(ctx, http.MethodGet, addr, cluster.BackupPath)
+	code, data, err := adminDo(ctx, http.MethodGet, addr, cluster.BackupPath, nil)
 	if err != nil {
 		return backup.Header{}, 0, fmt.Errorf("snapshot save: %w", err)
 	}

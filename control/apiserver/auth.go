@@ -35,6 +35,9 @@ func (s *Server) authenticate(r *http.Request) *User {
 	var u *User
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		c := r.TLS.VerifiedChains[0][0]
+		if s.cfg.CertRevoked != nil && s.cfg.CertRevoked(c) {
+			return nil
+		}
 		u = &User{Name: c.Subject.CommonName, Groups: slices.Clone(c.Subject.Organization)}
 	} else if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") && s.cfg.Tokens != nil {
 		found, ok := s.cfg.Tokens(r.Context(), strings.TrimSpace(strings.TrimPrefix(h, "Bearer ")))

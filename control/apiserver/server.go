@@ -9,6 +9,7 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,6 +44,9 @@ type Config struct {
 	AdvertiseAddr string
 	// Tokens resolves bearer tokens; nil accepts none.
 	Tokens TokenAuthenticator
+	// CertRevoked reports whether a client certificate the CA signed was
+	// revoked (isle user revoke). nil: none is.
+	CertRevoked func(*x509.Certificate) bool
 	// Authz decides who may do what (and checks what RBAC writes grant
 	// and what nodes write of themselves). nil: system:masters may do
 	// anything, everyone else nothing.

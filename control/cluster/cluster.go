@@ -9,6 +9,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -381,9 +382,16 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	chain := &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index, IsServer: func(name string) bool {
 		return slices.ContainsFunc(node.Members(), func(m raft.Member) bool { return m.Name == name })
 	}}}
+	people := &users{node: node, store: store, id: &id, log: log, now: cfg.Now, server: func() string {
+		if cfg.VIP.IsValid() {
+			return "https://" + net.JoinHostPort(cfg.VIP.String(), apiPort(cfg.APIAddr))
+		}
+		return "https://" + cfg.APIAdvertise
+	}}
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
-		Tokens: nodeTokens(store), Authz: chain, IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
+		Tokens: nodeTokens(store), Authz: chain,
+		CertRevoked: func(c *x509.Certificate) bool { return revoked(node.KV(), c.SerialNumber.Text(16)) }, IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
 		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, tokens: tokens, log: log, members: members}),
 		NodeLease: members.nodeLease, Usage: usage, NodeTLS: nodeTLS,
@@ -420,6 +428,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		mux.HandleFunc(CARotationPath, rotator.handler)
 		mux.Handle(SecretsPath, secrets.handler())
 		mux.Handle(SecretsPath+"/", secrets.handler())
+		mux.Handle(UsersPath, people.handler())
+		mux.Handle(UsersPath+"/", people.handler())
 		th := tokens.handler(serverTok)
 		mux.Handle(TokensPath, th)
 		mux.Handle(TokensPath+"/", th)

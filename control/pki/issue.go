@@ -69,6 +69,12 @@ func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP, n
 // the CA's LeafValidity, with a fresh P-256 key. As in Kubernetes, the common name is
 // the user name and orgs are its groups.
 func (ca *CA) IssueClient(commonName string, orgs []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	return ca.IssueClientFor(commonName, orgs, now, 0)
+}
+
+// IssueClientFor is IssueClient with a validity of its own (0: the CA's
+// LeafValidity), within the CA's.
+func (ca *CA) IssueClientFor(commonName string, orgs []string, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	if commonName == "" {
 		return nil, nil, errors.New("pki: issue client certificate: empty common name (user name)")
 	}
@@ -78,6 +84,9 @@ func (ca *CA) IssueClient(commonName string, orgs []string, now time.Time) (cert
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: commonName, Organization: slices.Clone(orgs)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if validity > 0 {
+		tmpl.NotAfter = now.Add(validity)
 	}
 	certPEM, keyPEM, err = ca.issue(tmpl, now)
 	if err != nil {
@@ -104,7 +113,8 @@ func (ca *CA) issue(tmpl *x509.Certificate, now time.Time) (certPEM, keyPEM []by
 }
 
 // sign completes tmpl (serial, validity within the CA's, key usage) and
-// signs the certificate of pub with the CA.
+// signs the certificate of pub with the CA. A NotAfter already in tmpl
+// stands for the CA's LeafValidity.
 func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) (certPEM []byte, err error) {
 	if ca == nil {
 		return nil, errors.New("no CA")
@@ -126,7 +136,11 @@ func (ca *CA) sign(tmpl *x509.Certificate, pub crypto.PublicKey, now time.Time) 
 	// it expires.
 	tmpl.SerialNumber = serial
 	tmpl.NotBefore = maxTime(now.Add(-min(ClockSkew, validity/10)), kp.Cert.NotBefore).UTC()
-	tmpl.NotAfter = minTime(now.Add(validity), kp.Cert.NotAfter).UTC()
+	notAfter := now.Add(validity)
+	if !tmpl.NotAfter.IsZero() {
+		notAfter = tmpl.NotAfter
+	}
+	tmpl.NotAfter = minTime(notAfter, kp.Cert.NotAfter).UTC()
 	if !tmpl.NotAfter.After(tmpl.NotBefore) {
 		return nil, fmt.Errorf("CA %q is not valid at %s (valid %s to %s)",
 			kp.Cert.Subject.CommonName, now.UTC().Format(time.RFC3339),

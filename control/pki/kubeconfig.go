@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -60,6 +61,11 @@ type (
 // certificate (certPEM and keyPEM, token empty) or with a bearer token
 // (token, certPEM and keyPEM empty). server must be an https URL.
 func Kubeconfig(cluster, server string, caPEM []byte, user string, certPEM, keyPEM []byte, token string) ([]byte, error) {
+	return KubeconfigIn(cluster, server, caPEM, user, certPEM, keyPEM, token, "")
+}
+
+// KubeconfigIn is Kubeconfig with namespace as its context's namespace.
+func KubeconfigIn(cluster, server string, caPEM []byte, user string, certPEM, keyPEM []byte, token, namespace string) ([]byte, error) {
 	if err := checkKubeconfigArgs(cluster, server, caPEM, user, certPEM, keyPEM, token); err != nil {
 		return nil, fmt.Errorf("pki: kubeconfig: %w", err)
 	}
@@ -76,7 +82,22 @@ func Kubeconfig(cluster, server string, caPEM []byte, user string, certPEM, keyP
 		Contexts:       []namedContext{{Name: ctx, Context: contextInfo{Cluster: cluster, User: user}}},
 		CurrentContext: ctx,
 	}
-	out, err := yaml.Marshal(cfg)
+	var doc any = cfg
+	if namespace != "" {
+		// A context with a namespace is one RenewKubeconfig leaves alone
+		// (its strict form has none).
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("pki: kubeconfig: marshal: %w", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("pki: kubeconfig: %w", err)
+		}
+		m["contexts"].([]any)[0].(map[string]any)["context"].(map[string]any)["namespace"] = namespace
+		doc = m
+	}
+	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("pki: kubeconfig: marshal: %w", err)
 	}
