@@ -1,6 +1,13 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -274,4 +281,65 @@ func userAccounts(t *testing.T, bin string, c *storeCluster) {
 	if out, err := isle("user", "revoke", "alice"); err == nil || !strings.Contains(out, `no user "alice"`) {
 		t.Errorf("revoking alice twice: %v %s", err, out)
 	}
+}
+
+// csrFlow is a person's certificate through the API, as kubeadm-less
+// clusters document it: a CertificateSigningRequest of the
+// kube-apiserver-client signer, `kubectl certificate approve`, the
+// certificate issued by the control plane, and kubectl working with it.
+func csrFlow(t *testing.T, bin string, c *storeCluster) {
+	k := newKubectl(t, bin, c.members[0])
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "erin", Organization: []string{"teachers"}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	manifest := `apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata:
+  name: erin
+spec:
+  request: ` + req + `
+  signerName: kubernetes.io/kube-apiserver-client
+  expirationSeconds: 86400
+  usages: [client auth]
+`
+	if out, errOut, err := k.run(manifest, "create", "-f", "-"); err != nil {
+		t.Fatalf("create the CSR: %v %s %s", err, out, errOut)
+	}
+	mustMatch(t, "get csr", k.ok(t, "get", "csr", "erin"),
+		`NAME +AGE +SIGNERNAME +REQUESTOR +REQUESTEDDURATION +CONDITION`, `erin +\S+ +kubernetes.io/kube-apiserver-client +isle-admin +24h +Pending`)
+	// A bad request names the field.
+	bad := strings.Replace(manifest, "name: erin", "name: bad", 1)
+	bad = strings.Replace(bad, "usages: [client auth]", "usages: [client auth, flying]", 1)
+	if _, errOut, err := k.run(bad, "create", "-f", "-"); err == nil || !strings.Contains(errOut, `spec.usages[1]: Unsupported value: "flying"`) {
+		t.Errorf("a CSR with an unknown usage: %v %s", err, errOut)
+	}
+	mustMatch(t, "certificate approve", k.ok(t, "certificate", "approve", "erin"), `certificatesigningrequest.certificates.k8s.io/erin approved`)
+	var certB64 string
+	waitFor(t, 20*time.Second, "the certificate issued", func() bool {
+		certB64 = k.ok(t, "get", "csr", "erin", "-o", "jsonpath={.status.certificate}")
+		return certB64 != ""
+	})
+	mustMatch(t, "get csr after", k.ok(t, "get", "csr", "erin"), `erin +.* +Approved,Issued`)
+	certPEM, err := base64.StdEncoding.DecodeString(certB64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "erin.crt"), filepath.Join(dir, "erin.key")
+	os.WriteFile(certFile, certPEM, 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	erin := &kubectlRunner{bin: k.bin, home: t.TempDir(), kubeconfig: filepath.Join(dir, "kubeconfig")}
+	kcData, _ := os.ReadFile(k.kubeconfig)
+	os.WriteFile(erin.kubeconfig, kcData, 0o600)
+	erin.ok(t, "config", "set-credentials", "erin", "--client-certificate="+certFile, "--client-key="+keyFile)
+	erin.ok(t, "config", "set-context", "--current", "--user=erin")
+	mustMatch(t, "erin whoami", erin.ok(t, "auth", "whoami"), `Username +erin`, `Groups +\[teachers system:authenticated\]`)
+	k.ok(t, "delete", "csr", "erin")
 }

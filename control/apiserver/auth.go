@@ -1,14 +1,17 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,14 +141,26 @@ func (s *Server) decide(a authz.Attributes) error {
 }
 
 // admission is what a write of u must also pass, given the object as it
-// would be stored and as it was (nil on a create): RBAC's escalation
-// prevention and NodeRestriction.
+// would be stored and as it was (nil on a create): a CSR records its
+// requester; RBAC's escalation prevention, NodeRestriction, and the
+// approve and sign verbs on a CSR's signer for its conditions and
+// certificate.
 func (s *Server) admission(u *User) func(ctx context.Context, obj, old runtime.Object) error {
 	chain := s.cfg.Authz
-	if chain == nil || u.InGroup(authz.GroupMasters) {
-		return nil
-	}
 	return func(_ context.Context, obj, old runtime.Object) error {
+		csr, isCSR := obj.(*certificatesv1.CertificateSigningRequest)
+		if isCSR && old == nil {
+			csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = u.Name, u.UID, slices.Clone(u.Groups), nil
+			for k, v := range u.Extra {
+				if csr.Spec.Extra == nil {
+					csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+				}
+				csr.Spec.Extra[k] = v
+			}
+		}
+		if chain == nil || u.InGroup(authz.GroupMasters) {
+			return nil
+		}
 		switch o := obj.(type) {
 		case *corev1.Node:
 			prev, _ := old.(*corev1.Node)
@@ -153,9 +168,52 @@ func (s *Server) admission(u *User) func(ctx context.Context, obj, old runtime.O
 				return chain.Node.AdmitNode(u, o, prev)
 			}
 			return nil
+		case *certificatesv1.CertificateSigningRequest:
+			prev, _ := old.(*certificatesv1.CertificateSigningRequest)
+			return s.admitCSR(u, o, prev)
 		}
 		return chain.AdmitRBAC(u, obj, old)
 	}
+}
+
+// admitCSR is kube-apiserver's CertificateApproval and CertificateSigning:
+// a change of a CSR's Approved or Denied condition needs the approve verb,
+// and of its certificate the sign verb, on its signer (signers NAME, or
+// DOMAIN/* for all a domain's).
+func (s *Server) admitCSR(u *User, csr, old *certificatesv1.CertificateSigningRequest) error {
+	if old == nil {
+		return nil
+	}
+	may := func(verb string) bool {
+		domain, _, _ := strings.Cut(csr.Spec.SignerName, "/")
+		for _, name := range []string{csr.Spec.SignerName, domain + "/*"} {
+			d, _ := s.cfg.Authz.Authorize(authz.Attributes{User: u, Verb: verb, ResourceRequest: true, APIGroup: certificatesv1.GroupName,
+				APIVersion: "v1", Resource: "signers", Name: name})
+			if d == authz.Allow {
+				return true
+			}
+		}
+		return false
+	}
+	gr := certificatesv1.Resource("certificatesigningrequests")
+	if decided(csr) != decided(old) && !may("approve") {
+		return apierrors.NewForbidden(gr, csr.Name, fmt.Errorf("user not permitted to approve requests with signerName %q", csr.Spec.SignerName))
+	}
+	if !bytes.Equal(csr.Status.Certificate, old.Status.Certificate) && !may("sign") {
+		return apierrors.NewForbidden(gr, csr.Name, fmt.Errorf("user not permitted to sign requests with signerName %q", csr.Spec.SignerName))
+	}
+	return nil
+}
+
+// decided is a CSR's Approved and Denied conditions.
+func decided(c *certificatesv1.CertificateSigningRequest) string {
+	var out []string
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved || cond.Type == certificatesv1.CertificateDenied {
+			out = append(out, string(cond.Type)+"="+string(cond.Status))
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // impersonate is the user a request acts as: u itself, or the user its

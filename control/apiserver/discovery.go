@@ -157,6 +157,9 @@ func subresources(res *registry.Resource) []subresource {
 	if res.Status {
 		out = append(out, subresource{name: "status", kind: res.Kind, verbs: []string{"get", "patch", "update"}})
 	}
+	if res.Approval != nil {
+		out = append(out, subresource{name: "approval", kind: res.Kind, verbs: []string{"get", "patch", "update"}})
+	}
 	if res.Scale != nil {
 		out = append(out, subresource{name: "scale", kind: "Scale", group: "autoscaling", version: "v1", verbs: []string{"get", "patch", "update"}})
 	}

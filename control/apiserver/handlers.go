@@ -107,6 +107,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 			s.writeError(w, r, notFound())
 			return
 		}
+	case "approval":
+		if res.Approval == nil || !oneOf(req.Verb, "get", "update", "patch") {
+			s.writeError(w, r, notFound())
+			return
+		}
 	case "scale":
 		if res.Scale != nil {
 			s.serveScale(w, r, req)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/clusterroleaggregation"
+	"github.com/isle-cluster/isle/control/controllers/csrsigning"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
@@ -37,6 +38,7 @@ type tableOptions struct {
 	nodes    nodelifecycle.Config
 	activity func()
 	rootCA   func() []byte
+	signCSR  csrsigning.Sign
 	caExpiry *caexpiry.Config
 }
 
@@ -55,6 +57,12 @@ func WithHPA(cfg hpa.Config) Option {
 // boards' liveness from l, as cfg says; without it the table has none.
 func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Option {
 	return func(o *tableOptions) { o.liveness, o.nodes = l, cfg }
+}
+
+// WithCSRSigning runs the signer of kubernetes.io/kube-apiserver-client
+// CertificateSigningRequests, which signs with sign.
+func WithCSRSigning(sign csrsigning.Sign) Option {
+	return func(o *tableOptions) { o.signCSR = sign }
 }
 
 // WithRootCA gives the root-CA publisher the cluster CA's certificate
@@ -94,6 +102,9 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 	}
 	if o.liveness != nil {
 		table = append(table, nodelifecycle.New(store, o.liveness, o.nodes, log.With("controller", "nodelifecycle")))
+	}
+	if o.signCSR != nil {
+		table = append(table, csrsigning.New(store, log.With("controller", csrsigning.Name), o.signCSR))
 	}
 	if o.caExpiry != nil {
 		table = append(table, caexpiry.New(*o.caExpiry, log.With("controller", "ca-expiry"), ev.Recorder("isle-certificates")))

@@ -188,3 +188,26 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// SignClientRequest signs a client certificate for a certificate request
+// (a CertificateSigningRequest's): its subject (CommonName = user,
+// Organization = groups) and public key, valid for validity within the
+// CA's.
+func (ca *CA) SignClientRequest(req *x509.CertificateRequest, validity time.Duration, now time.Time) ([]byte, error) {
+	if err := req.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("pki: sign client certificate: the request's signature: %w", err)
+	}
+	if req.Subject.CommonName == "" {
+		return nil, errors.New("pki: sign client certificate: empty common name (user name)")
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: req.Subject.CommonName, Organization: slices.Clone(req.Subject.Organization)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		NotAfter:    now.Add(validity),
+	}
+	certPEM, err := ca.sign(tmpl, req.PublicKey, now)
+	if err != nil {
+		return nil, fmt.Errorf("pki: sign client certificate: %w", err)
+	}
+	return certPEM, nil
+}

@@ -7,6 +7,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -73,6 +74,9 @@ func Table() []*Resource {
 		kind(rbac, "rolebindings", "RoleBinding", true, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, strategy.RoleBinding, printers.RoleBindings),
 		kind(rbac, "clusterroles", "ClusterRole", false, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, strategy.ClusterRole, printers.ClusterRoles),
 		kind(rbac, "clusterrolebindings", "ClusterRoleBinding", false, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}, strategy.ClusterRoleBinding, printers.ClusterRoleBindings),
+		kind(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, &certificatesv1.CertificateSigningRequest{},
+			&certificatesv1.CertificateSigningRequestList{}, strategy.CertificateSigningRequest, printers.CertificateSigningRequests).
+			short("csr").status().approval(strategy.PrepareForApprovalUpdate).fields(strategy.CSRFields),
 	}
 }
 
@@ -92,7 +96,11 @@ func (r *Resource) short(names ...string) *Resource { r.ShortNames = names; retu
 func (r *Resource) inAll() *Resource                { r.Categories = []string{"all"}; return r }
 func (r *Resource) status() *Resource               { r.Status = true; return r }
 func (r *Resource) extra(subs ...string) *Resource  { r.Extra = subs; return r }
-func (r *Resource) admit(a *Admission) *Resource    { r.Admission = a; return r }
+func (r *Resource) approval(f func(obj, old runtime.Object)) *Resource {
+	r.Approval = f
+	return r
+}
+func (r *Resource) admit(a *Admission) *Resource { r.Admission = a; return r }
 func (r *Resource) fields(f map[string]func(runtime.Object) string) *Resource {
 	r.Fields = f
 	return r

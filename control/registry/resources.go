@@ -43,6 +43,10 @@ type Resource struct {
 	Scale *Scale
 	// Subresources served by other parts (pods/binding, pods/log, ...).
 	Extra []string
+	// Approval, if set, makes an approval subresource (CSRs): a write to
+	// it changes the status as a status write does, after Approval has
+	// carried over into obj from old what it may not change.
+	Approval func(obj, old runtime.Object)
 	// StorageVersion is the version objects are stored in when a resource
 	// is served in several versions (autoscaling v1 and v2); empty means
 	// this one. Convert converts between them.

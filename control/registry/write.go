@@ -345,6 +345,12 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 	case "status":
 		copySpec(obj, old)
 		r.Strategy.PrepareForStatusUpdate(obj, old)
+	case "approval":
+		if r.Approval == nil {
+			return apierrors.NewNotFound(r.GroupVersionResource.GroupResource(), om.GetName())
+		}
+		r.Approval(obj, old)
+		r.Strategy.PrepareForStatusUpdate(obj, old)
 	}
 	nm.SetName(om.GetName())
 	nm.SetNamespace(om.GetNamespace())
@@ -368,7 +374,7 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		}
 	}
 	var errs field.ErrorList
-	if sub == "status" {
+	if sub == "status" || sub == "approval" {
 		errs = r.Strategy.ValidateStatusUpdate(obj, old)
 	} else {
 		errs = r.Strategy.ValidateUpdate(obj, old)
