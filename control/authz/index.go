@@ -18,8 +18,8 @@ import (
 )
 
 // Index is what the authorizers read, kept in memory on every server from
-// the store by watches (as kube-apiserver keeps it in informers): the
-// RBAC objects as stored, and of pods, claims, Ingresses and
+// the store by watches (as kube-apiserver keeps it in informers): of the
+// RBAC objects their names, rules, role references and subjects, and of pods, claims, Ingresses and
 // IngressClasses only what the Node authorizer asks of them.
 type Index struct {
 	store *registry.Store
@@ -144,28 +144,28 @@ func (x *Index) followed() []followed {
 			func() { clear(x.clusterRoles) },
 			func(obj runtime.Object, deleted bool) {
 				if r, ok := obj.(*rbacv1.ClusterRole); ok {
-					setOrDelete(x.clusterRoles, r.Name, r, deleted)
+					setOrDelete(x.clusterRoles, r.Name, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: r.Name}, Rules: r.Rules}, deleted)
 				}
 			}},
 		{rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
 			func() { clear(x.crbs) },
 			func(obj runtime.Object, deleted bool) {
 				if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
-					setOrDelete(x.crbs, b.Name, b, deleted)
+					setOrDelete(x.crbs, b.Name, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name}, RoleRef: b.RoleRef, Subjects: b.Subjects}, deleted)
 				}
 			}},
 		{rbacv1.SchemeGroupVersion.WithResource("roles"),
 			func() { clear(x.roles) },
 			func(obj runtime.Object, deleted bool) {
 				if r, ok := obj.(*rbacv1.Role); ok {
-					setOrDeleteIn(x.roles, r.Namespace, r.Name, r, deleted)
+					setOrDeleteIn(x.roles, r.Namespace, r.Name, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}, Rules: r.Rules}, deleted)
 				}
 			}},
 		{rbacv1.SchemeGroupVersion.WithResource("rolebindings"),
 			func() { clear(x.rbs) },
 			func(obj runtime.Object, deleted bool) {
 				if b, ok := obj.(*rbacv1.RoleBinding); ok {
-					setOrDeleteIn(x.rbs, b.Namespace, b.Name, b, deleted)
+					setOrDeleteIn(x.rbs, b.Namespace, b.Name, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}, RoleRef: b.RoleRef, Subjects: b.Subjects}, deleted)
 				}
 			}},
 		{corev1.SchemeGroupVersion.WithResource("pods"),
