@@ -343,3 +343,29 @@ spec:
 	mustMatch(t, "erin whoami", erin.ok(t, "auth", "whoami"), `Username +erin`, `Groups +\[teachers system:authenticated\]`)
 	k.ok(t, "delete", "csr", "erin")
 }
+
+// serviceAccountToken is `kubectl create token` and the token as kubectl's
+// credential, against every server (each derives the same signing key
+// from the CA's), and the issuer's discovery documents.
+func serviceAccountToken(t *testing.T, bin string, c *storeCluster) {
+	k := newKubectl(t, bin, c.members[0])
+	k.ok(t, "create", "serviceaccount", "bot")
+	k.ok(t, "create", "rolebinding", "bot-view", "--clusterrole=view", "--serviceaccount=default:bot")
+	token := strings.TrimSpace(k.ok(t, "create", "token", "bot", "--duration=1h"))
+	for i, m := range c.members {
+		bot := &kubectlRunner{bin: k.bin, home: t.TempDir(), kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+		kc, _ := os.ReadFile(newKubectl(t, bin, m).kubeconfig)
+		os.WriteFile(bot.kubeconfig, kc, 0o600)
+		bot.ok(t, "config", "set-credentials", "bot", "--token="+token)
+		bot.ok(t, "config", "set-context", "--current", "--user=bot")
+		mustMatch(t, fmt.Sprintf("whoami through pi%d", i+1), bot.ok(t, "auth", "whoami"), `Username +system:serviceaccount:default:bot`,
+			`Groups +\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]`)
+		waitFor(t, 10*time.Second, "bot may list pods", func() bool { _, _, err := bot.run("", "get", "pods"); return err == nil })
+		if _, errOut, err := bot.run("", "get", "secrets"); err == nil || !strings.Contains(errOut, `cannot list resource "secrets"`) {
+			t.Errorf("bot lists secrets through pi%d: %v %s", i+1, err, errOut)
+		}
+		mustMatch(t, "jwks", bot.ok(t, "get", "--raw", "/openid/v1/jwks"), `"alg":"ES256"`)
+	}
+	k.ok(t, "delete", "serviceaccount", "bot")
+	k.ok(t, "delete", "rolebinding", "bot-view")
+}

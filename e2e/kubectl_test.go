@@ -193,6 +193,7 @@ func TestKubectl(t *testing.T) {
 	t.Run("a node's credential", func(t *testing.T) { nodeProbes(t, bin, c) })
 	t.Run("isle user", func(t *testing.T) { userAccounts(t, bin, c) })
 	t.Run("CertificateSigningRequest", func(t *testing.T) { csrFlow(t, bin, c) })
+	t.Run("service-account token", func(t *testing.T) { serviceAccountToken(t, bin, c) })
 }
 
 func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {

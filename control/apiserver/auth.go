@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/isle-cluster/isle/control/authz"
+	"github.com/isle-cluster/isle/control/satoken"
 )
 
 // User is an authenticated identity.
@@ -42,9 +43,16 @@ func (s *Server) authenticate(r *http.Request) *User {
 			return nil
 		}
 		u = &User{Name: c.Subject.CommonName, Groups: slices.Clone(c.Subject.Organization)}
-	} else if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") && s.cfg.Tokens != nil {
-		found, ok := s.cfg.Tokens(r.Context(), strings.TrimSpace(strings.TrimPrefix(h, "Bearer ")))
-		if !ok {
+	} else if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		token := strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
+		var found *User
+		switch {
+		case s.cfg.ServiceAccounts != nil && satoken.LooksLikeJWT(token):
+			found, _ = s.serviceAccountUser(r.Context(), token, []string{APIAudience})
+		case s.cfg.Tokens != nil:
+			found, _ = s.cfg.Tokens(r.Context(), token)
+		}
+		if found == nil {
 			return nil
 		}
 		u = &User{Name: found.Name, UID: found.UID, Groups: slices.Clone(found.Groups), Extra: found.Extra}

@@ -107,7 +107,8 @@ func nonResource(path string) bool {
 	p := strings.Trim(path, "/")
 	parts := strings.Split(p, "/")
 	switch {
-	case p == "metrics", p == "api", p == "apis", p == "api/v1", p == "openapi/v2", p == "openapi/v3", strings.HasPrefix(p, "openapi/v3/"):
+	case p == "metrics", p == "api", p == "apis", p == "api/v1", p == "openapi/v2", p == "openapi/v3", strings.HasPrefix(p, "openapi/v3/"),
+		"/"+p == oidcConfigPath, "/"+p == jwksPath:
 		return true
 	}
 	return parts[0] == "apis" && (len(parts) == 2 || len(parts) == 3)
@@ -175,6 +176,8 @@ func subresources(res *registry.Resource) []subresource {
 			out = append(out, subresource{name: e, kind: "PodExecOptions", verbs: []string{"create", "get"}})
 		case "finalize":
 			out = append(out, subresource{name: e, kind: "Namespace", verbs: []string{"update"}})
+		case "token":
+			out = append(out, subresource{name: e, kind: "TokenRequest", group: "authentication.k8s.io", version: "v1", verbs: []string{"create"}})
 		}
 	}
 	return out

@@ -119,6 +119,18 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		}
 		s.writeError(w, r, notFound())
 		return
+	case "token":
+		if res.Group == "" && res.Resource == "serviceaccounts" && req.Verb == "create" {
+			body, err := readBody(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			s.serveTokenRequest(w, r, req, body)
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
 	case "binding", "eviction":
 		if res.Resource == "pods" && req.Verb == "create" {
 			s.servePodSubresource(w, r, req)

@@ -65,7 +65,8 @@ func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
 	go clusterroleaggregation.New(store, log).Run(t.Context()) // admin, edit and view get their rules
 	cfg := apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: log,
-		Authz: &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index}},
+		Authz:           &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index}},
+		ServiceAccounts: &testTokens{},
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {
 			u, ok := users[tok]
 			return u, ok

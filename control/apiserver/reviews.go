@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/isle-cluster/isle/control/authz"
+	"github.com/isle-cluster/isle/control/satoken"
 )
 
 // The review APIs: objects that are created, answered and never stored.
@@ -239,24 +240,39 @@ func answerSelfSubjectReview(ctx context.Context, _ *Server, u *User, _ string, 
 	return nil
 }
 
-// APIAudience is the audience of the API server's own tokens.
-const APIAudience = "https://kubernetes.default.svc.cluster.local"
-
 func answerTokenReview(ctx context.Context, s *Server, _ *User, _ string, in runtime.Object) error {
 	tr := in.(*authenticationv1.TokenReview)
 	if tr.Spec.Token == "" {
 		return apierrors.NewBadRequest("token is required for TokenReview in authentication")
 	}
 	tr.Status = authenticationv1.TokenReviewStatus{}
-	if len(tr.Spec.Audiences) > 0 && !slices.Contains(tr.Spec.Audiences, APIAudience) {
-		tr.Status.Error = "token audiences are invalid for the target audiences"
-		return nil
+	audiences := tr.Spec.Audiences
+	if len(audiences) == 0 {
+		audiences = []string{APIAudience}
 	}
 	var found *User
-	if s.cfg.Tokens != nil {
+	switch {
+	case s.cfg.ServiceAccounts != nil && satoken.LooksLikeJWT(tr.Spec.Token):
+		u, err := s.serviceAccountUser(ctx, tr.Spec.Token, audiences)
+		if err != nil {
+			tr.Status.Error = err.Error()
+			return nil
+		}
+		found = u
+		for _, a := range audiences {
+			if slices.Contains(tr.Spec.Audiences, a) || len(tr.Spec.Audiences) == 0 {
+				tr.Status.Audiences = append(tr.Status.Audiences, a)
+			}
+		}
+	case !slices.Contains(audiences, APIAudience):
+		tr.Status.Error = "token audiences are invalid for the target audiences"
+		return nil
+	case s.cfg.Tokens != nil:
 		found, _ = s.cfg.Tokens(ctx, tr.Spec.Token)
+		tr.Status.Audiences = []string{APIAudience}
 	}
 	if found == nil {
+		tr.Status.Audiences = nil
 		tr.Status.Error = "invalid bearer token"
 		return nil
 	}
@@ -264,7 +280,7 @@ func answerTokenReview(ctx context.Context, s *Server, _ *User, _ string, in run
 	if !u.InGroup(authz.GroupAuthenticated) {
 		u.Groups = append(u.Groups, authz.GroupAuthenticated)
 	}
-	tr.Status.Authenticated, tr.Status.User, tr.Status.Audiences = true, userInfo(u), []string{APIAudience}
+	tr.Status.Authenticated, tr.Status.User = true, userInfo(u)
 	return nil
 }
 

@@ -44,6 +44,9 @@ type Config struct {
 	AdvertiseAddr string
 	// Tokens resolves bearer tokens; nil accepts none.
 	Tokens TokenAuthenticator
+	// ServiceAccounts issues and verifies service-account tokens. nil:
+	// none are issued or accepted.
+	ServiceAccounts ServiceAccountTokens
 	// CertRevoked reports whether a client certificate the CA signed was
 	// revoked (isle user revoke). nil: none is.
 	CertRevoked func(*x509.Certificate) bool
@@ -180,6 +183,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	case path == "/metrics":
 		promhttpHandler(s.cfg.Metrics).ServeHTTP(w, r)
 		return "metrics", ""
+	case path == oidcConfigPath || path == jwksPath:
+		s.serveOIDC(w, r)
+		return "oidc", ""
 	case path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
 		return "openapi", ""

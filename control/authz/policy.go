@@ -81,6 +81,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(create, "authentication.k8s.io", "selfsubjectreviews")),
 		clusterRole("system:monitoring", nil,
 			urls(get, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
+		clusterRole("system:service-account-issuer-discovery", nil,
+			urls(get, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
 		clusterRole("system:auth-delegator", nil,
 			rule(create, "authentication.k8s.io", "tokenreviews"),
 			rule(create, "authorization.k8s.io", "subjectaccessreviews")),
@@ -140,6 +142,7 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:basic-user", "system:basic-user", group(GroupAuthenticated)),
 		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", group(GroupAuthenticated), group(GroupUnauthenticated)),
 		clusterRoleBinding("system:monitoring", "system:monitoring", group("system:monitoring")),
+		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", group(GroupServiceAccounts)),
 	}
 }
 

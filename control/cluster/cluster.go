@@ -388,9 +388,11 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		return "https://" + cfg.APIAdvertise
 	}}
+	saTok := &saTokens{node: node, ca: id.CA, log: log, now: cfg.Now}
+	go saTok.publish(runCtx)
 	api := apiserver.New(apiserver.Config{
 		Store: store, AdvertiseAddr: cfg.APIAdvertise, Metrics: reg, Logger: log,
-		Tokens: nodeTokens(store), Authz: chain,
+		Tokens: nodeTokens(store), Authz: chain, ServiceAccounts: saTok,
 		CertRevoked: func(c *x509.Certificate) bool { return revoked(node.KV(), c.SerialNumber.Text(16)) }, IsleVersion: cfg.Version, IsleCommit: cfg.Commit,
 		Ready:     func(ctx context.Context) error { return node.Sync(ctx) },
 		Extra:     isleHandler(certs, &joinHandler{node: node, id: id, gossipKey: cfg.GossipKey, tokens: tokens, log: log, members: members}),

@@ -43,7 +43,7 @@ func Table() []*Resource {
 			fields(strategy.SecretFields),
 		kind(core, "podtemplates", "PodTemplate", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}, strategy.PodTemplate, printers.PodTemplates),
 		kind(core, "serviceaccounts", "ServiceAccount", true, &corev1.ServiceAccount{}, &corev1.ServiceAccountList{}, strategy.ServiceAccount, printers.ServiceAccounts).
-			short("sa"),
+			short("sa").extra("token"),
 		kind(core, "events", "Event", true, &corev1.Event{}, &corev1.EventList{}, strategy.Event, printers.Events).
 			short("ev").fields(strategy.EventFields),
 		kind(core, "persistentvolumes", "PersistentVolume", false, &corev1.PersistentVolume{}, &corev1.PersistentVolumeList{}, strategy.PersistentVolume, printers.PersistentVolumes).
