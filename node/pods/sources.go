@@ -2,9 +2,14 @@ package pods
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -57,4 +62,35 @@ func (s apiSources) PersistentVolumeClaim(ctx context.Context, ns, name string) 
 func (s apiSources) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 	out := &corev1.PersistentVolume{}
 	return out, s.c.Get().Resource("persistentvolumes").Name(name).Do(ctx).Into(out)
+}
+
+// Token asks the API for a token of pod's service account bound to pod
+// (TokenRequest; a node may ask tokens of its own pods alone).
+func (s apiSources) Token(ctx context.Context, pod *corev1.Pod, audience string, expirationSeconds int64) (string, time.Time, error) {
+	req := authenticationv1.TokenRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expirationSeconds,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	raw, err := s.c.Post().Namespace(pod.Namespace).Resource("serviceaccounts").Name(sa).SubResource("token").
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	var out authenticationv1.TokenRequest
+	if err := json.Unmarshal(raw, &out); err != nil || out.Status.Token == "" {
+		return "", time.Time{}, fmt.Errorf("the TokenRequest's answer holds no token: %v", err)
+	}
+	return out.Status.Token, out.Status.ExpirationTimestamp.Time, nil
 }

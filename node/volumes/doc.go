@@ -51,9 +51,11 @@
 // checks that none is left, and only then removes the directory, so data
 // reached through a bind is never deleted.
 //
+// A projected serviceAccountToken file holds a token of the pod's service
+// account bound to the pod, asked of the API (Sources.Token) and asked
+// again once 80% of its life has passed (token.go).
+//
 // Not supported: volume kinds other than those above (an error names the
-// kind), projected serviceAccountToken files (left out, logged once, so
-// that admission's kube-api-access volume does not stop pods),
-// clusterTrustBundle and podCertificate sources, block volumes, fsGroup
+// kind), clusterTrustBundle and podCertificate sources, block volumes, fsGroup
 // ownership, and the Service environment variables (the caller's).
 package volumes

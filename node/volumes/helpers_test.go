@@ -3,12 +3,14 @@ package volumes
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +30,10 @@ type fakeSources struct {
 	// servicesErr, if set, is what Services answers (not read yet).
 	servicesErr error
 	gets        int
+	// tokens counts the tokens issued; tokenErr, if set, is what Token
+	// answers.
+	tokens   int
+	tokenErr error
 }
 
 var _ Sources = (*fakeSources)(nil)
@@ -75,6 +81,16 @@ func (s *fakeSources) Services(context.Context) ([]*corev1.Service, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.services, s.servicesErr
+}
+
+func (s *fakeSources) Token(_ context.Context, pod *corev1.Pod, audience string, seconds int64) (string, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokenErr != nil {
+		return "", time.Time{}, s.tokenErr
+	}
+	s.tokens++
+	return fmt.Sprintf("token-%d-%s-%s", s.tokens, pod.UID, audience), time.Now().Add(time.Duration(seconds) * time.Second), nil
 }
 
 func (s *fakeSources) addConfigMap(name string, data map[string]string) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,10 +63,9 @@ func (c *Config) validate() error {
 // different pods at once, but not for one pod at once: the caller
 // serializes the work of each pod.
 type Manager struct {
-	cfg Config
-	log *slog.Logger
-	// tokenOnce logs once that serviceAccountToken sources are left out.
-	tokenOnce sync.Once
+	cfg    Config
+	log    *slog.Logger
+	tokens tokenCache
 }
 
 // New checks cfg and makes its PodsDir.
@@ -237,6 +235,7 @@ func (m *Manager) Teardown(uid types.UID) error {
 	if err != nil {
 		return fmt.Errorf("volumes: teardown: %w", err)
 	}
+	m.forgetTokens(uid)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

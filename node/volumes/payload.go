@@ -174,13 +174,10 @@ func (m *Manager) projectedVolume(f *fetcher, pod *corev1.Pod, v *corev1.Volume)
 		case s.DownwardAPI != nil:
 			err = m.addDownwardAPI(p, pod, s.DownwardAPI.Items, mode)
 		case s.ServiceAccountToken != nil:
-			// Admission may add a kube-api-access-* volume to every pod;
-			// it must not keep pods from starting while isle issues no
-			// tokens to pods. Its token file is left out.
-			m.tokenOnce.Do(func() {
-				m.log.Info("volumes: projected serviceAccountToken is not supported yet: the token file is left out",
-					"pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "path", s.ServiceAccountToken.Path)
-			})
+			var tok string
+			if tok, err = m.token(f.ctx, pod, s.ServiceAccountToken); err == nil {
+				p[s.ServiceAccountToken.Path] = file{data: []byte(tok), mode: os.FileMode(mode)}
+			}
 		case s.ClusterTrustBundle != nil:
 			// Optional bundles that cannot be found are left out, and isle
 			// finds none.

@@ -4,12 +4,14 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -348,7 +350,7 @@ func TestProjectedVolume(t *testing.T) {
 	src := newFakeSources()
 	src.addConfigMap("kube-root-ca.crt", map[string]string{"ca.crt": "CA"})
 	src.addSecret("creds", map[string]string{"password": "pw", "user": "u"})
-	m, logs := newManager(t, src)
+	m, _ := newManager(t, src)
 	projected := func(sources ...corev1.VolumeProjection) corev1.VolumeSource {
 		return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: ptr[int32](0o440)}}
 	}
@@ -372,7 +374,7 @@ func TestProjectedVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readVolume(t, paths["kube-api-access-abcde"]), map[string]string{"ca.crt": "CA", "namespace": "default"}; !maps.Equal(got, want) {
+	if got, want := readVolume(t, paths["kube-api-access-abcde"]), map[string]string{"ca.crt": "CA", "namespace": "default", "token": "token-1-" + string(pod.UID) + "-"}; !maps.Equal(got, want) {
 		t.Errorf("kube-api-access: %q, want %q", got, want)
 	}
 	if got, want := readVolume(t, paths["mixed"]), map[string]string{"password": "pw", "user": "CA"}; !maps.Equal(got, want) {
@@ -386,13 +388,39 @@ func TestProjectedVolume(t *testing.T) {
 			t.Errorf("%s: on %q, want a tmpfs", name, fstype)
 		}
 	}
+	// The token is kept while fresh, asked again once 80% of its life
+	// passed; a failure to renew keeps a token still valid.
+	if _, err := m.Setup(context.Background(), pod); err != nil || src.tokens != 1 {
+		t.Fatalf("a second setup: %v, %d tokens issued", err, src.tokens)
+	}
 	other := testPod(vol("kube-api-access-xyz", apiAccess))
 	other.UID = "uid-2"
-	if _, err := m.Setup(context.Background(), other); err != nil {
-		t.Fatal(err)
+	if _, err := m.Setup(context.Background(), other); err != nil || src.tokens != 2 {
+		t.Fatalf("another pod: %v, %d tokens issued", err, src.tokens)
 	}
-	if n := strings.Count(logs.String(), "serviceAccountToken is not supported"); n != 1 {
-		t.Errorf("the serviceAccountToken notice was logged %d times, want once:\n%s", n, logs)
+	key := tokenKey{pod: pod.UID, seconds: 3607}
+	m.tokens.mu.Lock()
+	old := m.tokens.tokens[key]
+	old.issued, old.expires = old.issued.Add(-50*time.Minute), old.expires.Add(-50*time.Minute)
+	m.tokens.tokens[key] = old
+	m.tokens.mu.Unlock()
+	src.tokenErr = errors.New("the API is away")
+	if _, err := m.Setup(context.Background(), pod); err != nil {
+		t.Fatalf("renewal failed with a valid token: %v", err)
+	}
+	src.tokenErr = nil
+	if paths, err = m.Setup(context.Background(), pod); err != nil || readVolume(t, paths["kube-api-access-abcde"])["token"] != "token-3-"+string(pod.UID)+"-" {
+		t.Fatalf("renewed: %v %q", err, readVolume(t, paths["kube-api-access-abcde"]))
+	}
+	src.tokenErr = errors.New("the API is away")
+	third := testPod(vol("kube-api-access-q", apiAccess))
+	third.UID = "uid-3"
+	if _, err := m.Setup(context.Background(), third); err == nil || !strings.Contains(err.Error(), "service-account token: the API is away") {
+		t.Fatalf("no token at all: %v", err)
+	}
+	src.tokenErr = nil
+	if err := m.Teardown(pod.UID); err != nil || len(m.tokens.tokens) != 1 {
+		t.Errorf("teardown: %v, tokens kept %d", err, len(m.tokens.tokens))
 	}
 	for _, tc := range []struct {
 		src  corev1.VolumeProjection

@@ -3,6 +3,7 @@ package volumes
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,9 @@ type Sources interface {
 	// Services are all the cluster's Services, for the variables that
 	// tell a pod where they are; an error if they are not known yet.
 	Services(ctx context.Context) ([]*corev1.Service, error)
+	// Token is a token of pod's service account bound to pod, for
+	// audience ("": the API server's), valid expirationSeconds.
+	Token(ctx context.Context, pod *corev1.Pod, audience string, expirationSeconds int64) (string, time.Time, error)
 }
 
 // notFoundError says that an object is missing, as a user reads it
