@@ -394,7 +394,14 @@ func TestNoopUpdate(t *testing.T) {
 	svcs := e.res(t, "", "v1", "services")
 	d := e.create(t, e.deploys(t), "default", newDeployment("d", 2)).(*appsv1.Deployment)
 	np := rvOf(e.create(t, svcs, "default", newService("np", corev1.ServiceTypeNodePort)))
-	p := rvOf(e.create(t, e.pods(t), "default", newPod("p", nil)))
+	// A pod without the service-account volume admission would add (an
+	// update leaving it out would change the spec).
+	optedOut := func() *corev1.Pod {
+		p := newPod("p", nil)
+		p.Spec.AutomountServiceAccountToken = new(bool)
+		return p
+	}
+	p := rvOf(e.create(t, e.pods(t), "default", optedOut()))
 	rev := e.node.KV().Revision()
 
 	tests := []struct {
@@ -420,7 +427,7 @@ func TestNoopUpdate(t *testing.T) {
 			return e.Update(e.ctx, svcs, "default", "np", "", newService("np", corev1.ServiceTypeNodePort), registry.WriteOptions{})
 		}},
 		{"pod update leaving defaults and status out", p, func() (runtime.Object, error) {
-			return e.Update(e.ctx, e.pods(t), "default", "p", "", newPod("p", nil), registry.WriteOptions{})
+			return e.Update(e.ctx, e.pods(t), "default", "p", "", optedOut(), registry.WriteOptions{})
 		}},
 		{"mutate changing nothing", d.ResourceVersion, func() (runtime.Object, error) {
 			return e.Mutate(e.ctx, e.deploys(t), "default", "d", "", func(runtime.Object) error { return nil })
