@@ -654,8 +654,44 @@ metadata: {name: unsafe-sysctl}
 spec:
   securityContext: {sysctls: [{name: kernel.msgmax, value: "10000000"}]}
   containers: [{name: c, image: %[1]s, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: incluster}
+spec:
+  containers:
+  - name: c
+    image: %[1]s
+    command: [sh, -c, "cd /var/run/secrets/kubernetes.io/serviceaccount && cat namespace && echo && head -1 ca.crt && cat token && echo && sleep 3600"]
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+
+	t.Run("the pod's service-account credentials", func(t *testing.T) {
+		t.Parallel()
+		b.waitPod(t, "incluster", 60*time.Second, "Running", isRunning)
+		var lines []string
+		waitFor(t, 10*time.Second, "the pod's output", func() bool {
+			out, _, err := b.kubectl.run("", "logs", "incluster")
+			lines = strings.Split(strings.TrimSpace(out), "\n")
+			return err == nil && len(lines) == 3
+		})
+		if lines[0] != "default" || lines[1] != "-----BEGIN CERTIFICATE-----" {
+			t.Fatalf("namespace and ca.crt: %q", lines)
+		}
+		// The token is the pod's service account's, bound to the pod.
+		sa := &kubectlRunner{bin: b.kubectl.bin, home: t.TempDir(), kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+		kc, err := os.ReadFile(b.kubectl.kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sa.kubeconfig, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sa.ok(t, "config", "set-credentials", "sa", "--token="+lines[2])
+		sa.ok(t, "config", "set-context", "--current", "--user=sa")
+		mustMatch(t, "whoami with the pod's token", sa.ok(t, "auth", "whoami"), `Username +system:serviceaccount:default:default`,
+			`authentication.kubernetes.io/pod-name +\[incluster\]`)
+	})
 
 	t.Run("init containers run in order first", func(t *testing.T) {
 		t.Parallel()
