@@ -154,7 +154,16 @@ func TestInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Caught up: the store as the server's list, and every handler called
+	// (the informer updates its store before it calls the handlers).
 	waitFor(t, 30*time.Second, "the informer to catch up after the relist", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for _, cm := range want.Items {
+			if log.adds[cm.Name] == 0 {
+				return false
+			}
+		}
 		return len(inf.GetStore().List()) == len(want.Items) && log.deletes["cm-00"] == 1
 	})
 	t.Logf("informer caught up: %v", time.Since(start))
