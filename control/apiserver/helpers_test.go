@@ -166,6 +166,12 @@ func (e *env) do(t *testing.T, rq req) response {
 // admin sends a request as an administrator.
 func (e *env) admin(t *testing.T, method, path, body string, header ...string) response {
 	t.Helper()
+	return e.as(t, adminToken, method, path, body, header...)
+}
+
+// as sends a request as the user of token; header is name, value pairs.
+func (e *env) as(t *testing.T, token, method, path, body string, header ...string) response {
+	t.Helper()
 	h := map[string]string{}
 	for i := 0; i+1 < len(header); i += 2 {
 		h[header[i]] = header[i+1]
@@ -173,7 +179,7 @@ func (e *env) admin(t *testing.T, method, path, body string, header ...string) r
 	if body != "" && h["Content-Type"] == "" {
 		h["Content-Type"] = "application/json"
 	}
-	return e.do(t, req{method: method, path: path, token: adminToken, body: body, header: h})
+	return e.do(t, req{method: method, path: path, token: token, body: body, header: h})
 }
 
 // mustCode fails unless the response has the code.

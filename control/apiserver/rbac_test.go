@@ -13,19 +13,6 @@ import (
 
 const rbacPath = "/apis/rbac.authorization.k8s.io/v1/"
 
-// as is a request of the user of token.
-func (e *env) as(t *testing.T, token, method, path, body string, header ...string) response {
-	t.Helper()
-	h := map[string]string{}
-	for i := 0; i+1 < len(header); i += 2 {
-		h[header[i]] = header[i+1]
-	}
-	if body != "" && h["Content-Type"] == "" {
-		h["Content-Type"] = "application/json"
-	}
-	return e.do(t, req{method: method, path: path, token: token, body: body, header: h})
-}
-
 func binding(name, role, kind, subjectKind, subject string) string {
 	return `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"` + name + `"},` +
 		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"` + kind + `","name":"` + role + `"},` +

@@ -351,16 +351,5 @@ func (x *Index) volumeOnlyOn(name, node string) bool {
 	if err != nil {
 		return false
 	}
-	na := obj.(*corev1.PersistentVolume).Spec.NodeAffinity
-	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) == 0 {
-		return false
-	}
-	for _, term := range na.Required.NodeSelectorTerms {
-		if !slices.ContainsFunc(term.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
-			return e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node
-		}) {
-			return false
-		}
-	}
-	return true
+	return wire.VolumeOnlyOn(obj.(*corev1.PersistentVolume), node)
 }

@@ -40,7 +40,7 @@ func (m *Manager) cleanLocalPaths(ctx context.Context) {
 	inf := cache.NewSharedIndexInformer(lw, &corev1.PersistentVolume{}, time.Minute, cache.Indexers{})
 	clean := func(obj any) {
 		pv, ok := obj.(*corev1.PersistentVolume)
-		if !ok || pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, localPathFinalizer) || !onlyOn(pv, m.cfg.NodeName) {
+		if !ok || pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, localPathFinalizer) || !wire.VolumeOnlyOn(pv, m.cfg.NodeName) {
 			return
 		}
 		if err := m.cleanLocalPath(ctx, pv); err != nil && ctx.Err() == nil {
@@ -84,20 +84,4 @@ func (m *Manager) cleanLocalPath(ctx context.Context, pv *corev1.PersistentVolum
 	}
 	m.log.Info("pods: local-path volume removed", "volume", pv.Name, "path", dir)
 	return nil
-}
-
-// onlyOn reports whether pv's required node affinity admits only node.
-func onlyOn(pv *corev1.PersistentVolume, node string) bool {
-	na := pv.Spec.NodeAffinity
-	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) == 0 {
-		return false
-	}
-	for _, term := range na.Required.NodeSelectorTerms {
-		if !slices.ContainsFunc(term.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
-			return e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 && e.Values[0] == node
-		}) {
-			return false
-		}
-	}
-	return true
 }
