@@ -366,6 +366,34 @@ func serviceAccountToken(t *testing.T, bin string, c *storeCluster) {
 		}
 		mustMatch(t, "jwks", bot.ok(t, "get", "--raw", "/openid/v1/jwks"), `"alg":"ES256"`)
 	}
+
+	// A kubernetes.io/service-account-token Secret: filled by the
+	// controller, its token the service account's until the service
+	// account goes, taking the Secret with it.
+	if out, errOut, err := k.run(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bot-token","annotations":{"kubernetes.io/service-account.name":"bot"}},"type":"kubernetes.io/service-account-token"}`,
+		"apply", "-f", "-"); err != nil {
+		t.Fatalf("the token Secret: %v %s%s", err, out, errOut)
+	}
+	var legacy []byte
+	waitFor(t, 10*time.Second, "the token Secret filled", func() bool {
+		out, _, _ := k.run("", "get", "secret", "bot-token", "-o", "jsonpath={.data.token}")
+		legacy, _ = base64.StdEncoding.DecodeString(out)
+		return len(legacy) > 0
+	})
+	mustMatch(t, "the filled Secret", k.ok(t, "describe", "secret", "bot-token"), `kubernetes.io/service-account.uid: \S+`, `ca.crt:\s+\d+ bytes`, `namespace:\s+7 bytes`)
+	withLegacy := &kubectlRunner{bin: k.bin, home: t.TempDir(), kubeconfig: filepath.Join(t.TempDir(), "kubeconfig")}
+	kc, _ := os.ReadFile(k.kubeconfig)
+	os.WriteFile(withLegacy.kubeconfig, kc, 0o600)
+	withLegacy.ok(t, "config", "set-credentials", "legacy", "--token="+string(legacy))
+	withLegacy.ok(t, "config", "set-context", "--current", "--user=legacy")
+	mustMatch(t, "whoami with the Secret's token", withLegacy.ok(t, "auth", "whoami"), `Username +system:serviceaccount:default:bot`)
 	k.ok(t, "delete", "serviceaccount", "bot")
+	waitFor(t, 10*time.Second, "the token Secret deleted with its service account", func() bool {
+		_, errOut, err := k.run("", "get", "secret", "bot-token")
+		return err != nil && strings.Contains(errOut, "NotFound")
+	})
+	if _, errOut, err := withLegacy.run("", "auth", "whoami"); err == nil || !strings.Contains(errOut, "Unauthorized") {
+		t.Errorf("the deleted Secret's token: %v %s", err, errOut)
+	}
 	k.ok(t, "delete", "rolebinding", "bot-view")
 }

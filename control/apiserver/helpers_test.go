@@ -47,6 +47,7 @@ type env struct {
 	srv      *httptest.Server
 	ctx      context.Context
 	notReady atomic.Bool // makes the Ready check fail
+	tokens   *testTokens // its service-account token keys
 }
 
 // newEnv starts the server; each of with may change its Config first.
@@ -55,7 +56,7 @@ func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store := registry.New(registry.Config{Node: c.Node(c.IDs()[0]), Logger: log})
-	e := &env{store: store, ctx: t.Context()}
+	e := &env{store: store, ctx: t.Context(), tokens: &testTokens{}}
 	// The authorizers as a server has them, with the bootstrap policy.
 	index := authz.NewIndex(store, log)
 	go index.Run(t.Context())
@@ -66,7 +67,7 @@ func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
 	cfg := apiserver.Config{
 		Store: store, AdvertiseAddr: "127.0.0.1:6443", Logger: log,
 		Authz:           &authz.Chain{RBAC: &authz.RBAC{Index: index}, Node: &authz.NodeAuthorizer{Index: index}},
-		ServiceAccounts: &testTokens{},
+		ServiceAccounts: e.tokens,
 		Tokens: func(_ context.Context, tok string) (*apiserver.User, bool) {
 			u, ok := users[tok]
 			return u, ok

@@ -23,6 +23,9 @@ import (
 // (control/satoken, with the keys a server holds).
 type ServiceAccountTokens interface {
 	Issue(req satoken.Request) (token string, expires time.Time, err error)
+	// IssueLegacy signs a kubernetes.io/service-account-token Secret's
+	// token (satoken.IssueLegacy).
+	IssueLegacy(namespace, serviceAccount, saUID, secret string) (string, error)
 	Verify(token string, audiences []string) (*satoken.Claims, error)
 	JWKS() jose.JSONWebKeySet
 }
@@ -96,8 +99,12 @@ func (s *Server) serviceAccountUser(ctx context.Context, token string, audiences
 	}
 	if sec := k.Secret; sec != nil {
 		obj, err := get("secrets", k.Namespace, sec.Name)
-		if err != nil || string(obj.GetUID()) != sec.UID {
+		switch {
+		case err != nil || !c.Legacy && string(obj.GetUID()) != sec.UID:
 			return nil, fmt.Errorf("secret %s/%s the token is bound to is gone", k.Namespace, sec.Name)
+		case c.Legacy && string(obj.(*corev1.Secret).Data[corev1.ServiceAccountTokenKey]) != token:
+			// A Secret's token is valid while the Secret holds it.
+			return nil, fmt.Errorf("the token of secret %s/%s was replaced", k.Namespace, sec.Name)
 		}
 	}
 	if n := k.Node; n != nil {

@@ -11,6 +11,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/isle-cluster/isle/control/satoken"
 )
@@ -33,6 +34,10 @@ func (k *testTokens) keys() map[string]*ecdsa.PublicKey {
 
 func (k *testTokens) Issue(req satoken.Request) (string, time.Time, error) {
 	return satoken.Issue(k.signer(), req, time.Now())
+}
+
+func (k *testTokens) IssueLegacy(ns, sa, saUID, secret string) (string, error) {
+	return satoken.IssueLegacy(k.signer(), ns, sa, saUID, secret)
 }
 
 func (k *testTokens) Verify(token string, audiences []string) (*satoken.Claims, error) {
@@ -132,5 +137,33 @@ func TestServiceAccountTokens(t *testing.T) {
 	// The service account made again: its old tokens are refused.
 	mustCode(t, e.admin(t, "DELETE", "/api/v1/namespaces/default/serviceaccounts/bot", ""), 200)
 	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"bot"}}`), 201)
+	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 401)
+}
+
+// TestLegacyServiceAccountToken: a kubernetes.io/service-account-token
+// Secret's token is the service account's credential while the Secret
+// holds it.
+func TestLegacyServiceAccountToken(t *testing.T) {
+	e := newEnv(t)
+	var sa corev1.ServiceAccount
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"robot"}}`), 201).decode(t, &sa)
+	tok, _ := e.tokens.IssueLegacy("default", "robot", string(sa.UID), "robot-token")
+	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 401) // no such Secret
+	secret := func(token string) string {
+		return `{"metadata":{"name":"robot-token","annotations":{"kubernetes.io/service-account.name":"robot"}},"type":"kubernetes.io/service-account-token","stringData":{"token":"` + token + `"}}`
+	}
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/secrets", secret(tok)), 201)
+	st := mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 403).status(t)
+	if !strings.Contains(st.Message, `User "system:serviceaccount:default:robot"`) {
+		t.Errorf("the Secret's token: %q", st.Message)
+	}
+	// The Secret's token replaced: the old one refused.
+	mustCode(t, e.admin(t, "PUT", "/api/v1/namespaces/default/secrets/robot-token", secret("another")), 200)
+	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 401)
+	// Its service account made again: refused too.
+	mustCode(t, e.admin(t, "PUT", "/api/v1/namespaces/default/secrets/robot-token", secret(tok)), 200)
+	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 403)
+	mustCode(t, e.admin(t, "DELETE", "/api/v1/namespaces/default/serviceaccounts/robot", ""), 200)
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/serviceaccounts", `{"metadata":{"name":"robot"}}`), 201)
 	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: tok}), 401)
 }

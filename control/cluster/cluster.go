@@ -466,7 +466,7 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		}
 		bootstrapObjects(ctx, store, id, cfg.ClusterDNS, log)
 		opts := []controllers.Option{controllers.WithHPA(hpa.Config{Metrics: usage}), controllers.WithRootCA(id.CA.BundlePEM),
-			controllers.WithCSRSigning(id.CA.SignClientRequest),
+			controllers.WithCSRSigning(id.CA.SignClientRequest), controllers.WithServiceAccountSecrets(saTok.IssueLegacy),
 			controllers.WithCAExpiry(caexpiry.Config{CA: id.CA.Cert}),
 			controllers.WithNodeLifecycle(boards, nodelifecycle.Config{Grace: cfg.NodeGrace, PodCIDR: cfg.PodCIDR})}
 		if cfg.Activity != nil {

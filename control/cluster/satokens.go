@@ -142,6 +142,15 @@ func (s *saTokens) Issue(req satoken.Request) (string, time.Time, error) {
 	return satoken.Issue(key, req, s.now())
 }
 
+// IssueLegacy signs a Secret's token.
+func (s *saTokens) IssueLegacy(namespace, serviceAccount, saUID, secret string) (string, error) {
+	key, err := s.signingKey()
+	if err != nil {
+		return "", err
+	}
+	return satoken.IssueLegacy(key, namespace, serviceAccount, saUID, secret)
+}
+
 // Verify checks a token's signature, times and audiences.
 func (s *saTokens) Verify(token string, audiences []string) (*satoken.Claims, error) {
 	return satoken.Verify(token, s.publicKeys(), audiences, s.now())

@@ -23,6 +23,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
 	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
+	"github.com/isle-cluster/isle/control/controllers/sasecrets"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
@@ -39,6 +40,7 @@ type tableOptions struct {
 	activity func()
 	rootCA   func() []byte
 	signCSR  csrsigning.Sign
+	saIssue  sasecrets.Issue
 	caExpiry *caexpiry.Config
 }
 
@@ -63,6 +65,13 @@ func WithNodeLifecycle(l nodelifecycle.Liveness, cfg nodelifecycle.Config) Optio
 // CertificateSigningRequests, which signs with sign.
 func WithCSRSigning(sign csrsigning.Sign) Option {
 	return func(o *tableOptions) { o.signCSR = sign }
+}
+
+// WithServiceAccountSecrets runs the filler of
+// kubernetes.io/service-account-token Secrets, which signs their tokens
+// with issue (and puts the WithRootCA bundle in them).
+func WithServiceAccountSecrets(issue sasecrets.Issue) Option {
+	return func(o *tableOptions) { o.saIssue = issue }
 }
 
 // WithRootCA gives the root-CA publisher the cluster CA's certificate
@@ -105,6 +114,9 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 	}
 	if o.signCSR != nil {
 		table = append(table, csrsigning.New(store, log.With("controller", csrsigning.Name), o.signCSR))
+	}
+	if o.saIssue != nil && o.rootCA != nil {
+		table = append(table, sasecrets.New(store, log.With("controller", sasecrets.Name), o.saIssue, o.rootCA))
 	}
 	if o.caExpiry != nil {
 		table = append(table, caexpiry.New(*o.caExpiry, log.With("controller", "ca-expiry"), ev.Recorder("isle-certificates")))

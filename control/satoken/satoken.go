@@ -88,6 +88,22 @@ type KubernetesClaims struct {
 type Claims struct {
 	jwt.Claims
 	Kubernetes KubernetesClaims `json:"kubernetes.io"`
+	// Legacy is set for a Secret's token (IssueLegacy): it has no expiry
+	// and no audience, and names its Secret without the uid.
+	Legacy bool `json:"-"`
+}
+
+// LegacyIssuer is the issuer of the tokens in
+// kubernetes.io/service-account-token Secrets, as kube-apiserver's.
+const LegacyIssuer = "kubernetes/serviceaccount"
+
+// legacyClaims are the private claims of a Secret's token, named as
+// kube-apiserver names them.
+type legacyClaims struct {
+	Namespace          string `json:"kubernetes.io/serviceaccount/namespace"`
+	SecretName         string `json:"kubernetes.io/serviceaccount/secret.name"`
+	ServiceAccountName string `json:"kubernetes.io/serviceaccount/service-account.name"`
+	ServiceAccountUID  string `json:"kubernetes.io/serviceaccount/service-account.uid"`
 }
 
 // Request is what a token is made for.
@@ -100,15 +116,23 @@ type Request struct {
 	Pod, Secret, Node *Ref
 }
 
-// Issue signs a token for req with key, now.
-func Issue(key *ecdsa.PrivateKey, req Request, now time.Time) (token string, expires time.Time, err error) {
+func signer(key *ecdsa.PrivateKey) (jose.Signer, error) {
 	kid, err := KeyID(&key.PublicKey)
 	if err != nil {
-		return "", time.Time{}, err
+		return nil, err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("satoken: %w", err)
+		return nil, fmt.Errorf("satoken: %w", err)
+	}
+	return s, nil
+}
+
+// Issue signs a token for req with key, now.
+func Issue(key *ecdsa.PrivateKey, req Request, now time.Time) (token string, expires time.Time, err error) {
+	signer, err := signer(key)
+	if err != nil {
+		return "", time.Time{}, err
 	}
 	jti := make([]byte, 16)
 	if _, err := rand.Read(jti); err != nil {
@@ -128,6 +152,23 @@ func Issue(key *ecdsa.PrivateKey, req Request, now time.Time) (token string, exp
 		return "", time.Time{}, fmt.Errorf("satoken: sign: %w", err)
 	}
 	return token, expires, nil
+}
+
+// IssueLegacy signs the token of a kubernetes.io/service-account-token
+// Secret: as kube-apiserver's, it never expires, has no audience, and is
+// valid while the Secret holds it and the service account is the one of
+// uid saUID.
+func IssueLegacy(key *ecdsa.PrivateKey, namespace, serviceAccount, saUID, secret string) (string, error) {
+	signer, err := signer(key)
+	if err != nil {
+		return "", err
+	}
+	token, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: LegacyIssuer, Subject: "system:serviceaccount:" + namespace + ":" + serviceAccount}).
+		Claims(legacyClaims{Namespace: namespace, SecretName: secret, ServiceAccountName: serviceAccount, ServiceAccountUID: saUID}).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("satoken: sign: %w", err)
+	}
+	return token, nil
 }
 
 // LooksLikeJWT reports whether token has a JWT's three parts, so that
@@ -152,8 +193,12 @@ func Verify(token string, keys map[string]*ecdsa.PublicKey, audiences []string, 
 		return nil, errors.New("satoken: signed by an unknown key")
 	}
 	var c Claims
-	if err := parsed.Claims(pub, &c); err != nil {
+	var legacy legacyClaims
+	if err := parsed.Claims(pub, &c, &legacy); err != nil {
 		return nil, fmt.Errorf("satoken: %w", err)
+	}
+	if c.Issuer == LegacyIssuer {
+		return verifyLegacy(&c, legacy, audiences)
 	}
 	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: Issuer, Time: now}, time.Minute); err != nil {
 		return nil, fmt.Errorf("satoken: %w", err)
@@ -169,6 +214,22 @@ func Verify(token string, keys map[string]*ecdsa.PublicKey, audiences []string, 
 		return nil, errors.New("satoken: the subject is no service account")
 	}
 	return &c, nil
+}
+
+// verifyLegacy checks a Secret's token: audience-agnostic, so taken by
+// the API server's audiences alone (Issuer), as kube-apiserver does.
+func verifyLegacy(c *Claims, l legacyClaims, audiences []string) (*Claims, error) {
+	if !slices.Contains(audiences, Issuer) {
+		return nil, errors.New("satoken: token audiences are invalid for the target audiences")
+	}
+	if l.Namespace == "" || l.ServiceAccountName == "" || l.SecretName == "" ||
+		c.Subject != "system:serviceaccount:"+l.Namespace+":"+l.ServiceAccountName {
+		return nil, errors.New("satoken: the subject is no service account")
+	}
+	c.Legacy = true
+	c.Kubernetes = KubernetesClaims{Namespace: l.Namespace, ServiceAccount: Ref{Name: l.ServiceAccountName, UID: l.ServiceAccountUID},
+		Secret: &Ref{Name: l.SecretName}}
+	return c, nil
 }
 
 // JWKS is the JSON Web Key Set of keys, for /openid/v1/jwks.

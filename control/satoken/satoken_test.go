@@ -82,3 +82,33 @@ func TestIssueAndVerify(t *testing.T) {
 		t.Errorf("JWKS: %+v", set)
 	}
 }
+
+func TestLegacyToken(t *testing.T) {
+	key, _ := SigningKey(caKeyPEM(t))
+	kid, _ := KeyID(&key.PublicKey)
+	keys := map[string]*ecdsa.PublicKey{kid: &key.PublicKey}
+	tok, err := IssueLegacy(key, "team", "robot", "sa-uid", "robot-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As kube-apiserver's: its issuer and flat private claims, no expiry.
+	raw, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m["iss"] != LegacyIssuer || m["kubernetes.io/serviceaccount/secret.name"] != "robot-token" ||
+		m["sub"] != "system:serviceaccount:team:robot" || m["exp"] != nil {
+		t.Errorf("payload %s: %v", raw, err)
+	}
+	// Valid years later, for the API's audience alone.
+	c, err := Verify(tok, keys, []string{Issuer}, time.Now().Add(10*365*24*time.Hour))
+	if err != nil || !c.Legacy || c.Kubernetes.Secret.Name != "robot-token" || c.Kubernetes.ServiceAccount.UID != "sa-uid" || c.Kubernetes.Namespace != "team" {
+		t.Fatalf("verify: %+v %v", c, err)
+	}
+	if _, err := Verify(tok, keys, []string{"vault"}, time.Now()); err == nil || !strings.Contains(err.Error(), "audiences") {
+		t.Errorf("another audience: %v", err)
+	}
+	other, _ := SigningKey(caKeyPEM(t))
+	forged, _ := IssueLegacy(other, "team", "robot", "sa-uid", "robot-token")
+	if _, err := Verify(forged, keys, []string{Issuer}, time.Now()); err == nil {
+		t.Errorf("a token of another key taken")
+	}
+}
