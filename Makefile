@@ -58,6 +58,7 @@ setup: ## install what builds and tests need (idempotent; Debian, as root)
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd e2e/incluster && $(GO) vet ./...
 
 test: setup lint test-unit test-e2e test-e2e-race test-conformance ## all tests this machine can run (as root: tmpfs, real processes); installs what they need
 

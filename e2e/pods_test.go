@@ -530,6 +530,7 @@ func TestPodSpecs(t *testing.T) {
 	// The private registry is on the island's LAN, beside its own, in
 	// plain HTTP.
 	const privateAddr = "10.77.0.1:5001"
+	go tools.build() // the in-cluster operator's, while the island starts
 	b := startPodBoard(t, "--insecure-registry="+privateAddr)
 	bb := b.busybox
 	host := t.TempDir()
@@ -576,7 +577,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: nosecret}
 spec:
-  containers: [{name: c, image: %[3]s, command: [sleep, "3600"]}]
+  containers: [{name: c, image: %[3]s, imagePullPolicy: Always, command: [sleep, "3600"]}]
 ---
 apiVersion: v1
 kind: Pod
@@ -665,6 +666,11 @@ spec:
     command: [sh, -c, "cd /var/run/secrets/kubernetes.io/serviceaccount && cat namespace && echo && head -1 ca.crt && cat token && echo && sleep 3600"]
 `, bb, host, secretImg))
 	isRunning := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+
+	t.Run("an operator in a pod, installed by Helm with its RBAC", func(t *testing.T) {
+		t.Parallel()
+		inClusterOperator(t, b)
+	})
 
 	t.Run("the pod's service-account credentials", func(t *testing.T) {
 		t.Parallel()

@@ -108,7 +108,10 @@ func (s *Server) serviceAccountUser(ctx context.Context, token string, audiences
 		}
 	}
 	if n := k.Node; n != nil {
-		u.Extra[extraNodeName], u.Extra[extraNodeUID] = []string{n.Name}, []string{n.UID}
+		u.Extra[extraNodeName] = []string{n.Name}
+		if n.UID != "" {
+			u.Extra[extraNodeUID] = []string{n.UID}
+		}
 	}
 	if c.ID != "" {
 		u.Extra[extraCredentialID] = []string{"JTI=" + c.ID}
@@ -178,7 +181,14 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, req r
 			}
 			treq.Pod = &satoken.Ref{Name: o.Name, UID: string(o.UID)}
 			if o.Spec.NodeName != "" {
+				// The node's uid too, as kube-apiserver puts it in the
+				// token (the user's node-uid extra).
 				treq.Node = &satoken.Ref{Name: o.Spec.NodeName}
+				if nodeRes, ok := s.store.Resources().Lookup(corev1.SchemeGroupVersion.WithResource("nodes")); ok {
+					if n, err := s.store.Get(ctx, nodeRes, "", o.Spec.NodeName, metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+						treq.Node.UID = string(n.(metav1.Object).GetUID())
+					}
+				}
 			}
 		case *corev1.Secret:
 			treq.Secret = &satoken.Ref{Name: o.Name, UID: string(o.UID)}

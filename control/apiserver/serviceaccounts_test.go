@@ -85,6 +85,17 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Fatalf("bound TokenRequest: %s", r)
 	}
 	mustCode(t, e.do(t, req{path: "/api/v1/namespaces/default/pods", token: bound}), 403)
+	// Its node named in the token with the node's uid, as kube-apiserver's.
+	var node corev1.Node
+	mustCode(t, e.admin(t, "POST", "/api/v1/nodes", `{"metadata":{"name":"a"}}`), 201).decode(t, &node)
+	withNode, _ := request(adminToken, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"p"}}}`)
+	var nodeRev authenticationv1.TokenReview
+	mustCode(t, e.admin(t, "POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+		`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+withNode+`"}}`), 201).decode(t, &nodeRev)
+	if x := nodeRev.Status.User.Extra; strings.Join(x["authentication.kubernetes.io/node-uid"], ",") != string(node.UID) ||
+		strings.Join(x["authentication.kubernetes.io/node-name"], ",") != "a" || strings.Join(x["authentication.kubernetes.io/pod-name"], ",") != "p" {
+		t.Errorf("the pod-bound token's extra: %v", x)
+	}
 	// Wrong pod (runs as another service account), too short, unknown kind.
 	for body, code := range map[string]int{
 		`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"other"}}}`:  400,

@@ -150,8 +150,10 @@ func (m *membership) remove(ctx context.Context, name string) error {
 
 // maintain runs on the leader: it keeps three voters by promoting standby
 // servers that have caught up, and, when asked to, removes voters whose
-// boards have been dead too long.
+// boards have been dead too long; it keeps the kubernetes Service's
+// endpoints.
 func (m *membership) maintain(ctx context.Context) {
+	var eps apiEndpoints // what this term wrote of the kubernetes Service's endpoints
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -164,6 +166,7 @@ func (m *membership) maintain(ctx context.Context) {
 			m.removeDead(ctx)
 		}
 		m.promoteStandby(ctx)
+		m.syncAPIEndpoints(ctx, &eps)
 	}
 }
 

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/isle-cluster/isle/node/containers/ctrtest"
+)
+
+// inClusterTools are the programs of e2e/incluster (a module of its own:
+// controller-runtime and Helm come from the Go module proxy at the
+// versions its go.mod pins), built once per test binary.
+type inClusterTools struct {
+	once             sync.Once
+	operator, helm   string
+	metricsServerDir string // the metrics-server module, holding its chart
+	err              error
+}
+
+var tools inClusterTools
+
+// metricsServer is the module whose chart the test installs: a public
+// chart with RBAC (ClusterRoles, one aggregated to view, bindings in two
+// namespaces), as a homelab installs it.
+const metricsServer = "sigs.k8s.io/metrics-server@v0.8.0"
+
+// build builds the operator and helm (static) into a directory that
+// lives as long as the test binary, and fetches the chart's module.
+func (b *inClusterTools) build() error {
+	b.once.Do(func() {
+		_, here, _, _ := runtime.Caller(0)
+		mod := filepath.Join(filepath.Dir(here), "incluster")
+		dir, err := os.MkdirTemp("", "isle-incluster-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.operator, b.helm = filepath.Join(dir, "operator"), filepath.Join(dir, "helm")
+		for _, c := range [][]string{
+			{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.operator, "./operator"},
+			{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.helm, "helm.sh/helm/v4/cmd/helm"},
+		} {
+			cmd := exec.Command("go", c...)
+			cmd.Dir, cmd.Env = mod, append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.err = fmt.Errorf("go %s in e2e/incluster: %v\n%s", strings.Join(c, " "), err, out)
+				return
+			}
+		}
+		// Outside any module: the chart's module alone, checked against
+		// the checksum database.
+		cmd := exec.Command("go", "mod", "download", "-json", metricsServer)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		var m struct{ Dir, Error string }
+		if err == nil {
+			err = json.Unmarshal(out, &m)
+		}
+		if err != nil || m.Error != "" || m.Dir == "" {
+			b.err = fmt.Errorf("go mod download %s: %v %s", metricsServer, err, m.Error)
+			return
+		}
+		b.metricsServerDir = m.Dir
+	})
+	return b.err
+}
+
+// operatorChart is the chart the test writes: the operator as a chart
+// ships one (a ServiceAccount, a Role and its RoleBinding, a ClusterRole
+// and its ClusterRoleBinding, a Deployment).
+var operatorChart = map[string]string{
+	"Chart.yaml": `apiVersion: v2
+name: isle-operator
+description: The in-cluster operator of isle's e2e tests
+version: 0.1.0
+`,
+	"values.yaml": "image: \"\"\n",
+	"templates/rbac.yaml": `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: {{ .Release.Name }}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: {{ .Release.Name }}}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, update, patch]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: {{ .Release.Name }}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: {{ .Release.Name }}}
+subjects: [{kind: ServiceAccount, name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: {{ .Release.Name }}-nodes}
+rules:
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: {{ .Release.Name }}-nodes}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {{ .Release.Name }}-nodes}
+subjects: [{kind: ServiceAccount, name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}}]
+`,
+	"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      serviceAccountName: {{ .Release.Name }}
+      containers:
+      - name: operator
+        image: {{ .Values.image }}
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+`,
+}
+
+// inClusterOperator installs the operator's chart with Helm, sees the
+// operator take its Lease and reconcile with its pod's service-account
+// token, then deletes its RoleBinding: the operator is refused and says
+// so. Then Helm installs metrics-server's public chart with its RBAC.
+func inClusterOperator(t *testing.T, b *podBoard) {
+	if err := tools.build(); err != nil {
+		t.Fatal(err)
+	}
+	img := ctrtest.Busybox(t)
+	bin, err := os.ReadFile(tools.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img.Files["/usr/bin/operator"] = ctrtest.File{Data: bin, Mode: 0o755}
+	img.Entrypoint, img.Cmd = []string{"/usr/bin/operator"}, nil
+	ref := b.isl.image(ctrtest.Push(t, b.isl.state.RegistryAddr(), "isle/operator:1", img, nil))
+
+	chart := t.TempDir()
+	for name, text := range operatorChart {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	helm := func(args ...string) (string, error) {
+		cmd := exec.Command(tools.helm, append([]string{"--kubeconfig", b.kubectl.kubeconfig}, args...)...)
+		// Helm keeps its cache and config under HOME; server-side apply
+		// (Helm 4's default) is not served yet.
+		cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := helm("install", "op", chart, "--namespace", "op", "--create-namespace", "--server-side=false", "--set", "image="+ref); err != nil {
+		t.Fatalf("helm install of the operator's chart: %v\n%s", err, out)
+	}
+	k := b.kubectl
+	pod := ""
+	waitFor(t, 90*time.Second, "the operator's pod Running", func() bool {
+		out, _, err := k.run("", "-n", "op", "get", "pods", "-l", "app=op", "-o", "jsonpath={.items[0].metadata.name} {.items[0].status.phase}")
+		name, phase, _ := strings.Cut(out, " ")
+		pod = name
+		return err == nil && phase == "Running"
+	})
+	logs := func(previous bool) string {
+		args := []string{"-n", "op", "logs", pod}
+		if previous {
+			args = append(args, "--previous")
+		}
+		out, _, _ := k.run("", args...)
+		return out
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the operator's log:\n%s\nbefore its restart:\n%s", logs(false), logs(true))
+		}
+	})
+	waitFor(t, 60*time.Second, "the operator elected (its Lease taken)", func() bool { return strings.Contains(logs(false), "elected: the leader") })
+	mustMatch(t, "the Lease", k.ok(t, "-n", "op", "get", "lease", "isle-operator", "-o", "jsonpath={.spec.holderIdentity}"), "^"+pod)
+
+	// It reconciles: a ConfigMap asked gets its answer, counting the
+	// nodes it reads through its ClusterRole.
+	k.ok(t, "-n", "op", "create", "configmap", "question", "--from-literal=q=who")
+	k.ok(t, "-n", "op", "label", "configmap", "question", "isle.dev/ask=yes")
+	want := "seen by " + pod + "; 1 nodes"
+	waitFor(t, 30*time.Second, "the operator's answer", func() bool {
+		out, _, _ := k.run("", "-n", "op", "get", "configmap", "question", "-o", "jsonpath={.data.answer}")
+		return out == want
+	})
+	sa := "--as=system:serviceaccount:op:op"
+	for _, c := range []struct{ args, want string }{
+		{"update configmaps -n op", "yes"}, {"update configmaps -n default", "no"},
+		{"list nodes", "yes"}, {"delete nodes", "no"}, {"list secrets -n op", "no"},
+	} {
+		out, _, _ := k.run("", append(append([]string{"auth", "can-i"}, strings.Fields(c.args)...), sa)...)
+		if strings.TrimSpace(out) != c.want {
+			t.Errorf("can-i %s as the operator: %q, want %s", c.args, out, c.want)
+		}
+	}
+
+	// Its RoleBinding deleted: refused at its next Lease renewal, it says
+	// so and stops.
+	k.ok(t, "-n", "op", "delete", "rolebinding", "op")
+	// (client-go's leader election logs through controller-runtime's
+	// JSON logger: its quotes escaped.)
+	refused := regexp.MustCompile(`leases.coordination.k8s.io \\?"isle-operator\\?" is forbidden: User \\?"system:serviceaccount:op:op\\?" cannot (get|update) resource \\?"leases\\?"` +
+		`(?s).*"stopping".*leader election lost`)
+	waitFor(t, 90*time.Second, "the operator refused and saying so", func() bool {
+		return refused.MatchString(logs(false)) || refused.MatchString(logs(true))
+	})
+
+	if out, err := helm("uninstall", "op", "--namespace", "op"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	waitFor(t, 30*time.Second, "the chart's RBAC objects gone", func() bool {
+		_, _, errRole := k.run("", "-n", "op", "get", "role", "op")
+		_, _, errCR := k.run("", "get", "clusterrole", "op-nodes")
+		return errRole != nil && errCR != nil
+	})
+
+	// A public chart with RBAC: metrics-server's, without its APIService
+	// (the aggregation layer is not served).
+	msChart := filepath.Join(tools.metricsServerDir, "charts", "metrics-server")
+	if out, err := helm("install", "metrics-server", msChart, "--namespace", "kube-system", "--server-side=false", "--set", "apiService.create=false"); err != nil {
+		t.Fatalf("helm install of %s's chart: %v\n%s", metricsServer, err, out)
+	}
+	k.ok(t, "get", "clusterrole", "system:metrics-server", "system:metrics-server-aggregated-reader")
+	k.ok(t, "get", "clusterrolebinding", "metrics-server:system:auth-delegator")
+	k.ok(t, "-n", "kube-system", "get", "rolebinding/metrics-server-auth-reader", "serviceaccount/metrics-server")
+	// Its aggregated reader joins view, so a viewer reads pod metrics.
+	k.ok(t, "create", "rolebinding", "viewers", "--clusterrole=view", "--group=viewers", "-n", "default")
+	waitFor(t, 10*time.Second, "view aggregates the chart's reader", func() bool {
+		out, _, _ := k.run("", "auth", "can-i", "list", "pods.metrics.k8s.io", "-n", "default", "--as=viewer", "--as-group=viewers")
+		return strings.TrimSpace(out) == "yes"
+	})
+	if out, err := helm("uninstall", "metrics-server", "--namespace", "kube-system"); err != nil {
+		t.Fatalf("helm uninstall metrics-server: %v\n%s", err, out)
+	}
+}
