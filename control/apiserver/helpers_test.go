@@ -51,7 +51,7 @@ type env struct {
 }
 
 // newEnv starts the server; each of with may change its Config first.
-func newEnv(t *testing.T, with ...func(*apiserver.Config)) *env {
+func newEnv(t testing.TB, with ...func(*apiserver.Config)) *env {
 	t.Helper()
 	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -108,7 +108,7 @@ func (r response) String() string {
 }
 
 // status decodes an error body.
-func (r response) status(t *testing.T) metav1.Status {
+func (r response) status(t testing.TB) metav1.Status {
 	t.Helper()
 	var st metav1.Status
 	if err := json.Unmarshal(r.body, &st); err != nil || st.Kind != "Status" {
@@ -117,7 +117,7 @@ func (r response) status(t *testing.T) metav1.Status {
 	return st
 }
 
-func (r response) decode(t *testing.T, into any) {
+func (r response) decode(t testing.TB, into any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, into); err != nil {
 		t.Fatalf("decode %T: %v: %s", into, err, r)
@@ -131,7 +131,7 @@ type req struct {
 	header              map[string]string
 }
 
-func (e *env) do(t *testing.T, rq req) response {
+func (e *env) do(t testing.TB, rq req) response {
 	t.Helper()
 	if rq.method == "" {
 		rq.method = http.MethodGet
@@ -165,13 +165,13 @@ func (e *env) do(t *testing.T, rq req) response {
 }
 
 // admin sends a request as an administrator.
-func (e *env) admin(t *testing.T, method, path, body string, header ...string) response {
+func (e *env) admin(t testing.TB, method, path, body string, header ...string) response {
 	t.Helper()
 	return e.as(t, adminToken, method, path, body, header...)
 }
 
 // as sends a request as the user of token; header is name, value pairs.
-func (e *env) as(t *testing.T, token, method, path, body string, header ...string) response {
+func (e *env) as(t testing.TB, token, method, path, body string, header ...string) response {
 	t.Helper()
 	h := map[string]string{}
 	for i := 0; i+1 < len(header); i += 2 {
@@ -184,7 +184,7 @@ func (e *env) as(t *testing.T, token, method, path, body string, header ...strin
 }
 
 // mustCode fails unless the response has the code.
-func mustCode(t *testing.T, r response, code int) response {
+func mustCode(t testing.TB, r response, code int) response {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("status %d, want %d: %s", r.code, code, r)
@@ -192,7 +192,7 @@ func mustCode(t *testing.T, r response, code int) response {
 	return r
 }
 
-func toJSON(t *testing.T, v any) string {
+func toJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -214,7 +214,7 @@ func podJSON(name, node string) string {
 	return string(b)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for !cond() {
