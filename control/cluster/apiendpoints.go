@@ -19,15 +19,11 @@ import (
 	"github.com/isle-cluster/isle/raft"
 )
 
-// apiEndpoints keeps the EndpointSlice of the kubernetes Service (as
+// The leader keeps the EndpointSlice of the kubernetes Service (as
 // kube-apiserver's endpoint reconciler does): the API addresses of the
 // servers whose boards are alive, the leader always among them, so that
 // a pod reaches the API at the Service's address (10.43.0.1:443) and a
 // server that went away stops being one of its endpoints.
-type apiEndpoints struct {
-	written []string // the addresses last written, sorted; nil: none yet
-	port    int32
-}
 
 // apiSliceName is the EndpointSlice's name, as upstream's.
 const apiSliceName = "kubernetes"
@@ -61,9 +57,11 @@ func apiAddresses(members []raft.Member, lead uint64, alive map[string]bool) ([]
 	return slices.Compact(addrs), int32(p), nil
 }
 
-// syncAPIEndpoints writes the slice when the endpoints changed (read from
-// the store the first time this leader looks).
-func (m *membership) syncAPIEndpoints(ctx context.Context, last *apiEndpoints) {
+// syncAPIEndpoints writes the slice when it differs from the endpoints
+// (read from this server's copy of the store, so that a slice changed or
+// deleted by someone is put back within a tick); logged is what it last
+// logged.
+func (m *membership) syncAPIEndpoints(ctx context.Context, logged *[]string) {
 	alive := map[string]bool{}
 	for _, b := range m.boards.Boards() {
 		alive[b.Name] = b.State == nodelifecycle.BoardAlive
@@ -73,15 +71,12 @@ func (m *membership) syncAPIEndpoints(ctx context.Context, last *apiEndpoints) {
 		m.log.Debug("cluster: the kubernetes Service's endpoints", "err", err)
 		return
 	}
-	if last.written != nil && slices.Equal(addrs, last.written) && port == last.port {
-		return
-	}
 	res, ok := m.store.Resources().Lookup(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
 	if !ok {
 		return
 	}
 	want := apiSlice(addrs, port)
-	obj, err := m.store.Get(ctx, res, metav1.NamespaceDefault, apiSliceName, metav1.GetOptions{})
+	obj, err := m.store.Get(ctx, res, metav1.NamespaceDefault, apiSliceName, metav1.GetOptions{ResourceVersion: "0"})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = m.store.Create(ctx, res, metav1.NamespaceDefault, want, registry.WriteOptions{})
@@ -98,10 +93,10 @@ func (m *membership) syncAPIEndpoints(ctx context.Context, last *apiEndpoints) {
 		}
 		return
 	}
-	if !slices.Equal(addrs, last.written) {
+	if !slices.Equal(addrs, *logged) {
 		m.log.Info("cluster: the kubernetes Service's endpoints", "addresses", addrs, "port", port)
+		*logged = addrs
 	}
-	last.written, last.port = addrs, port
 }
 
 // apiSlice is the kubernetes Service's EndpointSlice for addrs at port.

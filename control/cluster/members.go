@@ -153,7 +153,7 @@ func (m *membership) remove(ctx context.Context, name string) error {
 // boards have been dead too long; it keeps the kubernetes Service's
 // endpoints.
 func (m *membership) maintain(ctx context.Context) {
-	var eps apiEndpoints // what this term wrote of the kubernetes Service's endpoints
+	var eps []string // the kubernetes Service's endpoints last logged
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
