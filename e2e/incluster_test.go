@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,60 +17,62 @@ import (
 
 // inClusterTools are the programs of e2e/incluster (a module of its own:
 // controller-runtime and Helm come from the Go module proxy at the
-// versions its go.mod pins), built once per test binary.
+// versions its go.mod pins), built in the background.
 type inClusterTools struct {
-	once             sync.Once
+	done             chan struct{}
 	operator, helm   string
 	metricsServerDir string // the metrics-server module, holding its chart
 	err              error
 }
-
-var tools inClusterTools
 
 // metricsServer is the module whose chart the test installs: a public
 // chart with RBAC (ClusterRoles, one aggregated to view, bindings in two
 // namespaces), as a homelab installs it.
 const metricsServer = "sigs.k8s.io/metrics-server@v0.8.0"
 
-// build builds the operator and helm (static) into a directory that
-// lives as long as the test binary, and fetches the chart's module.
-func (b *inClusterTools) build() error {
-	b.once.Do(func() {
-		_, here, _, _ := runtime.Caller(0)
-		mod := filepath.Join(filepath.Dir(here), "incluster")
-		dir, err := os.MkdirTemp("", "isle-incluster-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.operator, b.helm = filepath.Join(dir, "operator"), filepath.Join(dir, "helm")
-		for _, c := range [][]string{
-			{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.operator, "./operator"},
-			{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.helm, "helm.sh/helm/v4/cmd/helm"},
-		} {
-			cmd := exec.Command("go", c...)
-			cmd.Dir, cmd.Env = mod, append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.err = fmt.Errorf("go %s in e2e/incluster: %v\n%s", strings.Join(c, " "), err, out)
-				return
-			}
-		}
-		// Outside any module: the chart's module alone, checked against
-		// the checksum database.
-		cmd := exec.Command("go", "mod", "download", "-json", metricsServer)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		var m struct{ Dir, Error string }
-		if err == nil {
-			err = json.Unmarshal(out, &m)
-		}
-		if err != nil || m.Error != "" || m.Dir == "" {
-			b.err = fmt.Errorf("go mod download %s: %v %s", metricsServer, err, m.Error)
-			return
-		}
-		b.metricsServerDir = m.Dir
-	})
+// buildInClusterTools starts building the operator and helm (static)
+// into dir and fetching the chart's module; wait waits for them.
+func buildInClusterTools(dir string) *inClusterTools {
+	b := &inClusterTools{done: make(chan struct{}), operator: filepath.Join(dir, "operator"), helm: filepath.Join(dir, "helm")}
+	go func() {
+		defer close(b.done)
+		b.err = b.build(dir)
+	}()
+	return b
+}
+
+func (b *inClusterTools) wait() error {
+	<-b.done
 	return b.err
+}
+
+func (b *inClusterTools) build(dir string) error {
+	_, here, _, _ := runtime.Caller(0)
+	mod := filepath.Join(filepath.Dir(here), "incluster")
+	for _, c := range [][]string{
+		{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.operator, "./operator"},
+		{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.helm, "helm.sh/helm/v4/cmd/helm"},
+	} {
+		cmd := exec.Command("go", c...)
+		cmd.Dir, cmd.Env = mod, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s in e2e/incluster: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	// Outside any module: the chart's module alone, checked against the
+	// checksum database.
+	cmd := exec.Command("go", "mod", "download", "-json", metricsServer)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	var m struct{ Dir, Error string }
+	if err == nil {
+		err = json.Unmarshal(out, &m)
+	}
+	if err != nil || m.Error != "" || m.Dir == "" {
+		return fmt.Errorf("go mod download %s: %v %s", metricsServer, err, m.Error)
+	}
+	b.metricsServerDir = m.Dir
+	return nil
 }
 
 // operatorChart is the chart the test writes: the operator as a chart
@@ -145,8 +146,8 @@ spec:
 // operator take its Lease and reconcile with its pod's service-account
 // token, then deletes its RoleBinding: the operator is refused and says
 // so. Then Helm installs metrics-server's public chart with its RBAC.
-func inClusterOperator(t *testing.T, b *podBoard) {
-	if err := tools.build(); err != nil {
+func inClusterOperator(t *testing.T, b *podBoard, tools *inClusterTools) {
+	if err := tools.wait(); err != nil {
 		t.Fatal(err)
 	}
 	img := ctrtest.Busybox(t)

@@ -530,7 +530,8 @@ func TestPodSpecs(t *testing.T) {
 	// The private registry is on the island's LAN, beside its own, in
 	// plain HTTP.
 	const privateAddr = "10.77.0.1:5001"
-	go tools.build() // the in-cluster operator's, while the island starts
+	tools := buildInClusterTools(t.TempDir()) // the in-cluster operator's, while the island starts
+	t.Cleanup(func() { _ = tools.wait() })    // before its directory goes
 	b := startPodBoard(t, "--insecure-registry="+privateAddr)
 	bb := b.busybox
 	host := t.TempDir()
@@ -669,7 +670,7 @@ spec:
 
 	t.Run("an operator in a pod, installed by Helm with its RBAC", func(t *testing.T) {
 		t.Parallel()
-		inClusterOperator(t, b)
+		inClusterOperator(t, b, tools)
 	})
 
 	t.Run("the pod's service-account credentials", func(t *testing.T) {
