@@ -1,10 +1,7 @@
 package apiserver_test
 
 import (
-	"crypto/sha512"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -256,91 +253,6 @@ func TestDiscoveryAggregated(t *testing.T) {
 		if v.Kind != "APIVersions" || r.header.Get("Content-Type") != "application/json" {
 			t.Fatalf("got %s (%s)", r, r.header.Get("Content-Type"))
 		}
-	})
-}
-
-func TestOpenAPIV3(t *testing.T) {
-	e := newEnv(t)
-	var index struct {
-		Paths map[string]struct {
-			ServerRelativeURL string `json:"serverRelativeURL"`
-		} `json:"paths"`
-	}
-	mustCode(t, e.admin(t, "GET", "/openapi/v3", ""), 200).decode(t, &index)
-	for _, want := range []string{"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/autoscaling/v2", "apis/autoscaling/v1"} {
-		if _, ok := index.Paths[want]; !ok {
-			t.Errorf("index lacks %s: %v", want, index.Paths)
-		}
-	}
-
-	type op struct {
-		Action     string            `json:"x-kubernetes-action"`
-		GVK        map[string]string `json:"x-kubernetes-group-version-kind"`
-		Parameters []struct {
-			Name string `json:"name"`
-			In   string `json:"in"`
-		} `json:"parameters"`
-	}
-	type doc struct {
-		OpenAPI string                   `json:"openapi"`
-		Paths   map[string]map[string]op `json:"paths"`
-	}
-	fetch := func(t *testing.T, key string) doc {
-		t.Helper()
-		ref := index.Paths[key].ServerRelativeURL
-		u, err := url.Parse(ref)
-		if err != nil || u.Path != "/openapi/v3/"+key || u.Query().Get("hash") == "" {
-			t.Fatalf("serverRelativeURL %q", ref)
-		}
-		r := mustCode(t, e.admin(t, "GET", ref, ""), 200)
-		sum := sha512.Sum512(r.body)
-		if h := u.Query().Get("hash"); !strings.EqualFold(h, hex.EncodeToString(sum[:])) {
-			t.Errorf("hash %s is not the document's SHA-512", h)
-		}
-		if cc := r.header.Get("Cache-Control"); cc != "public, immutable" {
-			t.Errorf("Cache-Control %q for a hashed URL", cc)
-		}
-		var d doc
-		r.decode(t, &d)
-		return d
-	}
-
-	tests := []struct {
-		name, key, path      string
-		group, version, kind string
-	}{
-		{"deployment", "apis/apps/v1", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", "apps", "v1", "Deployment"},
-		{"pod", "api/v1", "/api/v1/namespaces/{namespace}/pods/{name}", "", "v1", "Pod"},
-		{"node", "api/v1", "/api/v1/nodes/{name}", "", "v1", "Node"},
-		{"hpa v1", "apis/autoscaling/v1", "/apis/autoscaling/v1/namespaces/{namespace}/horizontalpodautoscalers/{name}", "autoscaling", "v1", "HorizontalPodAutoscaler"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d := fetch(t, tc.key)
-			if !strings.HasPrefix(d.OpenAPI, "3.") {
-				t.Errorf("openapi %q", d.OpenAPI)
-			}
-			patch, ok := d.Paths[tc.path]["patch"]
-			if !ok {
-				t.Fatalf("no PATCH at %s", tc.path)
-			}
-			if patch.Action != "patch" || patch.GVK["group"] != tc.group || patch.GVK["version"] != tc.version || patch.GVK["kind"] != tc.kind {
-				t.Errorf("PATCH action %q gvk %v", patch.Action, patch.GVK)
-			}
-			hasFV := false
-			for _, p := range patch.Parameters {
-				hasFV = hasFV || (p.Name == "fieldValidation" && p.In == "query")
-			}
-			if !hasFV {
-				t.Errorf("PATCH %s has no fieldValidation query parameter: %+v", tc.path, patch.Parameters)
-			}
-		})
-	}
-
-	t.Run("errors", func(t *testing.T) {
-		mustCode(t, e.admin(t, "GET", "/openapi/v3/apis/nope/v1", ""), 404)
-		mustCode(t, e.admin(t, "GET", "/openapi/v2", ""), 404)
-		mustCode(t, e.do(t, req{path: "/openapi/v3"}), 401)
 	})
 }
 

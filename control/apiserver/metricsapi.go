@@ -31,9 +31,10 @@ const metricsPrefix = "/apis/" + metricsv1beta1.GroupName + "/v1beta1/"
 var metricsResources = []struct {
 	resource, kind string
 	namespaced     bool
+	obj, list      any // Go types, for the OpenAPI documents
 }{
-	{"nodes", "NodeMetrics", false},
-	{"pods", "PodMetrics", true},
+	{"nodes", "NodeMetrics", false, metricsv1beta1.NodeMetrics{}, metricsv1beta1.NodeMetricsList{}},
+	{"pods", "PodMetrics", true, metricsv1beta1.PodMetrics{}, metricsv1beta1.PodMetricsList{}},
 }
 
 var metricsVerbs = []string{"get", "list"}

@@ -1,102 +1,196 @@
 package apiserver
 
 import (
-	"crypto/sha512"
-	"encoding/hex"
-	"encoding/json"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"log/slog"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/isle-cluster/isle/control/openapi"
+	"github.com/isle-cluster/isle/control/registry"
 )
 
-// The OpenAPI v3 documents are what kubectl needs, no more: for every kind
-// a PATCH operation tagged with its group-version-kind and taking the
-// fieldValidation parameter, from which kubectl learns that the server
-// validates fields itself (kubectl apply's default --validate=strict).
+// The OpenAPI documents (/openapi/v2, /openapi/v3) are built from the
+// served kinds' Go types at the first request and kept gzipped.
 type openAPI struct {
-	once  sync.Once
-	index []byte
-	docs  map[string][]byte // "api/v1", "apis/apps/v1" → document
+	mu   sync.Mutex
+	docs *openapi.Documents
 }
 
-func (s *Server) buildOpenAPI() {
-	docs := map[string][]byte{}
-	type ref struct {
-		ServerRelativeURL string `json:"serverRelativeURL"`
-	}
-	index := struct {
-		Paths map[string]ref `json:"paths"`
-	}{Paths: map[string]ref{}}
-	for _, gv := range s.store.Resources().GroupVersions() {
-		key := "apis/" + gv.String()
-		if gv.Group == "" {
-			key = "api/" + gv.Version
+// openAPIModels returns the models of the served kinds, their lists and
+// the meta kinds the paths refer to (and of metrics.k8s.io if served).
+func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models, []openapi.Resource) {
+	b := openapi.NewBuilder()
+	b.AddKind(reflect.TypeOf(metav1.Status{}), metav1.SchemeGroupVersion.WithKind("Status"))
+	b.AddKind(reflect.TypeOf(metav1.Patch{}))
+	b.AddKind(reflect.TypeOf(autoscalingv1.Scale{}), autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+	var deleteOptions = reflect.TypeOf(metav1.DeleteOptions{})
+	var out []openapi.Resource
+	seen := map[string]bool{}
+	for _, r := range resources {
+		obj := r.New()
+		if _, ok := obj.(runtime.Unstructured); ok {
+			continue
 		}
-		doc := s.groupVersionDoc(gv)
-		b, _ := json.Marshal(doc)
-		sum := sha512.Sum512(b)
-		docs[key] = b
-		index.Paths[key] = ref{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:]))}
+		gv := r.GroupVersion()
+		if !seen[gv.String()] {
+			seen[gv.String()] = true
+			b.AddKind(deleteOptions, gv.WithKind("DeleteOptions"))
+		}
+		res := openapi.Resource{
+			GroupVersionResource: r.GroupVersionResource,
+			Kind:                 r.Kind,
+			Namespaced:           r.Namespaced,
+			Model:                b.AddKind(reflect.TypeOf(obj), r.GVK()),
+			ListModel:            b.AddKind(reflect.TypeOf(r.NewList()), gv.WithKind(r.Kind+"List")),
+			Scale:                r.Scale != nil,
+			Verbs:                r.Verbs(),
+		}
+		if r.Status {
+			res.Subresources = append(res.Subresources, "status")
+		}
+		if r.Approval != nil {
+			res.Subresources = append(res.Subresources, "approval")
+		}
+		out = append(out, res)
+	}
+	// The APIs served beside the registry: the reviews and metrics.
+	for _, rv := range reviews {
+		for _, v := range rv.versions {
+			gvk := schema.GroupVersionKind{Group: rv.group, Version: v, Kind: rv.kind}
+			obj, err := reviewScheme.New(gvk)
+			if err != nil {
+				continue
+			}
+			out = append(out, openapi.Resource{GroupVersionResource: gvk.GroupVersion().WithResource(rv.resource), Kind: rv.kind,
+				Namespaced: rv.namespaced, Model: b.AddKind(reflect.TypeOf(obj), gvk), Verbs: []string{"create"}})
+		}
+	}
+	if metrics {
+		for _, m := range metricsResources {
+			out = append(out, openapi.Resource{GroupVersionResource: metricsGV.WithResource(m.resource), Kind: m.kind, Namespaced: m.namespaced,
+				Model: b.AddKind(reflect.TypeOf(m.obj), metricsGV.WithKind(m.kind)), ListModel: b.AddKind(reflect.TypeOf(m.list), metricsGV.WithKind(m.kind+"List")),
+				Verbs: metricsVerbs})
+		}
+	}
+	return b.Models(), out
+}
+
+func (s *Server) openAPIDocs() (*openapi.Documents, error) {
+	s.openapi.mu.Lock()
+	defer s.openapi.mu.Unlock()
+	if s.openapi.docs != nil {
+		return s.openapi.docs, nil
+	}
+	models, resources := openAPIModels(s.store.Resources().All(), s.cfg.Usage != nil)
+	docs, err := openapi.Build(models, resources, KubeVersion)
+	if err != nil {
+		return nil, err
 	}
 	s.openapi.docs = docs
-	s.openapi.index, _ = json.Marshal(index)
+	return docs, nil
 }
 
-func (s *Server) groupVersionDoc(gv schema.GroupVersion) map[string]any {
-	paths := map[string]any{}
-	prefix := "/apis/" + gv.String()
-	if gv.Group == "" {
-		prefix = "/api/" + gv.Version
-	}
-	params := []any{
-		map[string]any{"name": "dryRun", "in": "query", "schema": map[string]any{"type": "string"}},
-		map[string]any{"name": "fieldManager", "in": "query", "schema": map[string]any{"type": "string"}},
-		map[string]any{"name": "fieldValidation", "in": "query", "schema": map[string]any{"type": "string"}},
-		map[string]any{"name": "force", "in": "query", "schema": map[string]any{"type": "boolean"}},
-	}
-	for _, res := range s.store.Resources().InGroupVersion(gv) {
-		p := prefix + "/" + res.Resource + "/{name}"
-		if res.Namespaced {
-			p = prefix + "/namespaces/{namespace}/" + res.Resource + "/{name}"
-		}
-		gvk := map[string]string{"group": gv.Group, "version": gv.Version, "kind": res.Kind}
-		op := func(action string) map[string]any {
-			return map[string]any{
-				"operationId":                     action + res.Kind,
-				"parameters":                      params,
-				"x-kubernetes-action":             action,
-				"x-kubernetes-group-version-kind": gvk,
-				"responses":                       map[string]any{"200": map[string]any{"description": "OK"}},
-			}
-		}
-		paths[p] = map[string]any{"patch": op("patch"), "put": op("put")}
-		list := strings.TrimSuffix(p, "/{name}")
-		paths[list] = map[string]any{"post": op("post")}
-	}
-	return map[string]any{
-		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "Kubernetes", "version": KubeVersion},
-		"paths":      paths,
-		"components": map[string]any{"schemas": map[string]any{}},
-	}
-}
+// OpenAPI v2's protobuf media type (kubectl asks for it, and for it by its
+// older name with an "@", which is not a valid media type to answer with).
+const openAPIV2Proto = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
-// serveOpenAPI serves /openapi/v3 and /openapi/v3/<group-version>.
+// serveOpenAPI serves /openapi/v2 (JSON, or protobuf when asked first),
+// /openapi/v3 and /openapi/v3/<group-version>.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	s.openapi.once.Do(s.buildOpenAPI)
-	key := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3"), "/")
-	var body []byte
-	if key == "" {
-		body = s.openapi.index
-	} else if body = s.openapi.docs[key]; body == nil {
-		s.writeError(w, r, notFound())
+	docs, err := s.openAPIDocs()
+	if err != nil {
+		slog.Error("openapi: build", "err", err)
+		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if key != "" && r.URL.Query().Get("hash") != "" {
-		w.Header().Set("Cache-Control", "public, immutable")
+	var doc openapi.Doc
+	contentType := "application/json"
+	switch key := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3"), "/"); {
+	case r.URL.Path == "/openapi/v2":
+		doc = docs.V2JSON
+		if prefersProto(r.Header.Get("Accept")) {
+			doc, contentType = docs.V2Proto, openAPIV2Proto
+		}
+	case key == "":
+		doc = docs.V3Index
+	default:
+		var ok bool
+		if doc, ok = docs.V3[key]; !ok {
+			s.writeError(w, r, notFound())
+			return
+		}
+		if r.URL.Query().Get("hash") != "" {
+			w.Header().Set("Cache-Control", "public, immutable")
+		}
 	}
-	_, _ = w.Write(body)
+	etag := `"` + doc.Hash + `"`
+	w.Header().Set("Etag", etag)
+	w.Header().Set("Vary", "Accept, Accept-Encoding")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(doc.Gzip)
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(doc.Gzip))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, _ = io.Copy(w, zr)
+}
+
+// prefersProto reports whether an Accept header prefers OpenAPI v2's
+// protobuf (by either of its names) to JSON: the first of the highest
+// quality wins, as in kube-apiserver.
+func prefersProto(accept string) bool {
+	best, proto := -1.0, false
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && k == "q" {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		isProto := false
+		switch strings.TrimSpace(mt) {
+		case openAPIV2Proto, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf":
+			isProto = true
+		case "application/json", "*/*", "application/*":
+		default:
+			continue
+		}
+		if q > best {
+			best, proto = q, isProto
+		}
+	}
+	return proto
+}
+
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }

@@ -119,14 +119,17 @@ func reviewGroupDiscovery(group string) apidiscoveryv2.APIGroupDiscovery {
 	return gd
 }
 
-// reviewCodecs decode the reviews as JSON, YAML or protobuf (kubectl's).
-var reviewCodecs = func() serializer.CodecFactory {
+// reviewScheme knows the reviews' Go types.
+var reviewScheme = func() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(authenticationv1.AddToScheme(scheme))
 	utilruntime.Must(authenticationv1beta1.AddToScheme(scheme))
 	utilruntime.Must(authorizationv1.AddToScheme(scheme))
-	return serializer.NewCodecFactory(scheme)
+	return scheme
 }()
+
+// reviewCodecs decode the reviews as JSON, YAML or protobuf (kubectl's).
+var reviewCodecs = serializer.NewCodecFactory(reviewScheme)
 
 // maxReviewBytes bounds a review's body.
 const maxReviewBytes = 64 << 10

@@ -186,7 +186,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	case path == oidcConfigPath || path == jwksPath:
 		s.serveOIDC(w, r)
 		return "oidc", ""
-	case path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
+	case path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
 		return "openapi", ""
 	case path == wire.ReportPath && s.cfg.Usage != nil:
@@ -196,10 +196,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return s.serveMetrics(w, r)
 	case isReviewPath(path):
 		return s.serveReview(w, r, u)
-	case path == "/openapi/v2":
-		s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schemaGR(""), "",
-			"isle serves OpenAPI v3 only (/openapi/v3)", 0, false))
-		return "openapi", ""
 	}
 	if s.serveDiscovery(w, r) {
 		return "discovery", ""
