@@ -75,6 +75,65 @@ func (b *inClusterTools) build(dir string) error {
 	return nil
 }
 
+// helmRunner returns a function running Helm (server-side apply, Helm 4's
+// default) as the island's administrator, with a HOME of its own.
+func (b *inClusterTools) helmRunner(t *testing.T, pb *podBoard) func(args ...string) (string, error) {
+	home := t.TempDir()
+	return func(args ...string) (string, error) {
+		cmd := exec.Command(b.helm, append([]string{"--kubeconfig", pb.kubectl.kubeconfig}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// helmLifecycle installs, upgrades and rolls back the chart `helm create`
+// writes, with Helm 4's server-side apply: the objects and their field
+// managers follow each revision.
+func helmLifecycle(t *testing.T, b *podBoard, tools *inClusterTools) {
+	if err := tools.wait(); err != nil {
+		t.Fatal(err)
+	}
+	helm := tools.helmRunner(t, b)
+	dir := t.TempDir()
+	if out, err := helm("create", filepath.Join(dir, "web")); err != nil {
+		t.Fatalf("helm create: %v\n%s", err, out)
+	}
+	chart := filepath.Join(dir, "web")
+	k := b.kubectl
+	replicas := func() string {
+		return k.ok(t, "-n", "charts", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.metadata.labels.app\\.kubernetes\\.io/instance}")
+	}
+	if out, err := helm("install", "web", chart, "--namespace", "charts", "--create-namespace"); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	if got := replicas(); got != "1 web" {
+		t.Fatalf("after install: %q", got)
+	}
+	mustMatch(t, "managed by Helm's server-side apply", k.ok(t, "-n", "charts", "get", "deploy", "web", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager} {.metadata.managedFields[*].operation}"),
+		`\bhelm\b.*\bApply\b`)
+	if out, err := helm("upgrade", "web", chart, "--namespace", "charts", "--set", "replicaCount=3"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	if got := replicas(); got != "3 web" {
+		t.Fatalf("after upgrade: %q", got)
+	}
+	if out, err := helm("rollback", "web", "1", "--namespace", "charts"); err != nil {
+		t.Fatalf("helm rollback: %v\n%s", err, out)
+	}
+	if got := replicas(); got != "1 web" {
+		t.Fatalf("after rollback: %q", got)
+	}
+	out, err := helm("history", "web", "--namespace", "charts")
+	if err != nil {
+		t.Fatalf("helm history: %v\n%s", err, out)
+	}
+	mustMatch(t, "helm history", out, `(?m)^1\s.*superseded`, `(?m)^2\s.*superseded`, `(?m)^3\s.*deployed\s.*Rollback to 1`)
+	if out, err := helm("uninstall", "web", "--namespace", "charts"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+}
+
 // operatorChart is the chart the test writes: the operator as a chart
 // ships one (a ServiceAccount, a Role and its RoleBinding, a ClusterRole
 // and its ClusterRoleBinding, a Deployment).
@@ -168,16 +227,8 @@ func inClusterOperator(t *testing.T, b *podBoard, tools *inClusterTools) {
 			t.Fatal(err)
 		}
 	}
-	home := t.TempDir()
-	helm := func(args ...string) (string, error) {
-		cmd := exec.Command(tools.helm, append([]string{"--kubeconfig", b.kubectl.kubeconfig}, args...)...)
-		// Helm keeps its cache and config under HOME; server-side apply
-		// (Helm 4's default) is not served yet.
-		cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	if out, err := helm("install", "op", chart, "--namespace", "op", "--create-namespace", "--server-side=false", "--set", "image="+ref); err != nil {
+	helm := tools.helmRunner(t, b)
+	if out, err := helm("install", "op", chart, "--namespace", "op", "--create-namespace", "--set", "image="+ref); err != nil {
 		t.Fatalf("helm install of the operator's chart: %v\n%s", err, out)
 	}
 	k := b.kubectl
@@ -247,7 +298,7 @@ func inClusterOperator(t *testing.T, b *podBoard, tools *inClusterTools) {
 	// A public chart with RBAC: metrics-server's, without its APIService
 	// (the aggregation layer is not served).
 	msChart := filepath.Join(tools.metricsServerDir, "charts", "metrics-server")
-	if out, err := helm("install", "metrics-server", msChart, "--namespace", "kube-system", "--server-side=false", "--set", "apiService.create=false"); err != nil {
+	if out, err := helm("install", "metrics-server", msChart, "--namespace", "kube-system", "--set", "apiService.create=false"); err != nil {
 		t.Fatalf("helm install of %s's chart: %v\n%s", metricsServer, err, out)
 	}
 	k.ok(t, "get", "clusterrole", "system:metrics-server", "system:metrics-server-aggregated-reader")

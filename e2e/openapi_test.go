@@ -111,6 +111,43 @@ func openAPIClients(t *testing.T, bin string, c *storeCluster) {
 				t.Fatalf("create of a file with an unknown kind: %v\n%s%s", err, out, errOut)
 			}
 
+			// Server-side apply: the tutorial's manifests, twice; a
+			// conflict with another manager, then forced; the move of an
+			// object made by client-side apply.
+			hello, err := filepath.Abs("../deploy/examples/hello.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				mustMatch(t, "apply --server-side", k.ok(t, "apply", "--server-side", "-n", ns, "-f", hello),
+					`deployment.apps/hello serverside-applied`, `service/hello serverside-applied`, `ingress.networking.k8s.io/hello serverside-applied`,
+					`persistentvolumeclaim/hello-data serverside-applied`, `horizontalpodautoscaler.autoscaling/hello serverside-applied`)
+			}
+			k.ok(t, "-n", ns, "patch", "deploy", "hello", "--field-manager=ops", "-p", `{"spec":{"minReadySeconds":5}}`)
+			data, err := os.ReadFile(hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conflicting := strings.Replace(string(data), "  replicas: 3\n", "  replicas: 3\n  minReadySeconds: 1\n", 1)
+			if out, err := k.cmd(conflicting, "apply", "--server-side", "-n", ns, "-f", "-").CombinedOutput(); err == nil || !strings.Contains(string(out), `conflict with "ops" using apps/v1: .spec.minReadySeconds`) {
+				t.Fatalf("apply of a field another manager owns: %v\n%s", err, out)
+			}
+			if out, err := k.cmd(conflicting, "apply", "--server-side", "--force-conflicts", "-n", ns, "-f", "-").CombinedOutput(); err != nil {
+				t.Fatalf("apply --force-conflicts: %v\n%s", err, out)
+			}
+			if got := k.ok(t, "-n", ns, "get", "deploy", "hello", "-o", "jsonpath={.spec.minReadySeconds}"); got != "1" {
+				t.Fatalf("minReadySeconds after a forced apply: %q", got)
+			}
+			// web was made by client-side apply: server-side apply takes
+			// it over without conflicts, and client-side apply still works.
+			mustMatch(t, "apply --server-side after apply", k.ok(t, "apply", "--server-side", "-n", ns, "-f", changed), `deployment.apps/web serverside-applied`)
+			mustMatch(t, "managers", k.ok(t, "-n", ns, "get", "deploy", "web", "--show-managed-fields", "-o", "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}"),
+				`\bkubectl/Apply\b`)
+			mustMatch(t, "apply after apply --server-side", k.ok(t, "apply", "-n", ns, "-f", manifest), `deployment.apps/web configured`)
+			if got := k.ok(t, "-n", ns, "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "1" {
+				t.Fatalf("replicas after client-side apply: %q", got)
+			}
+
 			editor := filepath.Join(dir, "editor.sh")
 			if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/a: b/a: edited/' \"$1\"\n"), 0o755); err != nil {
 				t.Fatal(err)

@@ -673,6 +673,11 @@ spec:
 		inClusterOperator(t, b, tools)
 	})
 
+	t.Run("Helm install, upgrade and rollback with server-side apply", func(t *testing.T) {
+		t.Parallel()
+		helmLifecycle(t, b, tools)
+	})
+
 	t.Run("the pod's service-account credentials", func(t *testing.T) {
 		t.Parallel()
 		b.waitPod(t, "incluster", 60*time.Second, "Running", isRunning)

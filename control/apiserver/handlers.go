@@ -75,16 +75,20 @@ func fieldValidation(r *http.Request) (registry.FieldValidation, error) {
 	}
 }
 
-// writeOpts are a write's options, with the requester's admission; dryRun
-// must be All, as kube-apiserver has it (422 otherwise, naming the
-// options' kind).
+// writeOpts are a write's options, with the requester's admission and
+// field manager; dryRun must be All, as kube-apiserver has it (422
+// otherwise, naming the options' kind).
 func (s *Server) writeOpts(r *http.Request) (registry.WriteOptions, error) {
 	dryRun := r.URL.Query()["dryRun"]
-	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dryRun); len(errs) > 0 {
+	manager := r.URL.Query().Get("fieldManager")
+	errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), dryRun)
+	errs = append(errs, registry.ValidateManager(manager, field.NewPath("fieldManager"))...)
+	if len(errs) > 0 {
 		kind := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
 		return registry.WriteOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
 	}
-	return registry.WriteOptions{DryRun: len(dryRun) > 0, Admit: s.admission(userFrom(r.Context()))}, nil
+	return registry.WriteOptions{DryRun: len(dryRun) > 0, Admit: s.admission(userFrom(r.Context())),
+		Manager: registry.ManagerFor(manager, r.UserAgent())}, nil
 }
 
 func addWarnings(w http.ResponseWriter, warnings []string) {
@@ -296,13 +300,13 @@ func patchType(r *http.Request) (types.PatchType, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil {
 		switch pt := types.PatchType(mt); pt {
-		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 			return pt, nil
 		}
 	}
 	return "", apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(""), "",
-		fmt.Sprintf("the body of the request was in an unknown format (%s); accepted media types: %s, %s, %s",
-			r.Header.Get("Content-Type"), types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+		fmt.Sprintf("the body of the request was in an unknown format (%s); accepted media types: %s, %s, %s, %s",
+			r.Header.Get("Content-Type"), types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType), 0, false)
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request) {
@@ -326,13 +330,54 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
-	out, warnings, err := s.store.Patch(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, pt, body, mode, wopts)
+	if err := applyOptions(r, pt, &wopts); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	var out runtime.Object
+	var warnings []string
+	if pt == types.ApplyYAMLPatchType {
+		var created bool
+		out, created, warnings, err = s.store.Apply(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, body, mode, wopts)
+		if created {
+			code = http.StatusCreated
+		}
+	} else {
+		out, warnings, err = s.store.Patch(r.Context(), req.Resource, req.Namespace, req.Name, req.Subresource, pt, body, mode, wopts)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	addWarnings(w, warnings)
-	s.writeObject(w, r, http.StatusOK, req.Resource, out)
+	s.writeObject(w, r, code, req.Resource, out)
+}
+
+// applyOptions reads force and checks the options of a server-side apply
+// as kube-apiserver does: an apply names its field manager; force is for
+// applies alone.
+func applyOptions(r *http.Request, pt types.PatchType, opts *registry.WriteOptions) error {
+	q := r.URL.Query()
+	var errs field.ErrorList
+	switch v := q.Get("force"); v {
+	case "", "false":
+	case "true":
+		opts.Force = true
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("force %q: want true or false", v))
+	}
+	apply := pt == types.ApplyYAMLPatchType
+	if apply && q.Get("fieldManager") == "" {
+		errs = append(errs, field.Required(field.NewPath("fieldManager"), "is required for apply patch"))
+	}
+	if !apply && opts.Force {
+		errs = append(errs, field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	return nil
 }
 
 func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
@@ -397,6 +442,13 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req request) {
 	var sc *autoscalingv1.Scale
 	var err error
+	var wopts registry.WriteOptions
+	if req.Verb == "update" || req.Verb == "patch" {
+		if wopts, err = s.writeOpts(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	switch req.Verb {
 	case "get":
 		sc, err = s.store.GetScale(r.Context(), req.Resource, req.Namespace, req.Name)
@@ -407,7 +459,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req request)
 			if _, _, derr := registry.Codecs().Decode(body, nil, sc); derr != nil {
 				err = apierrors.NewBadRequest("decode Scale: " + derr.Error())
 			} else {
-				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, sc, "", nil)
+				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, sc, "", nil, wopts)
 			}
 		}
 	case "patch":
@@ -415,7 +467,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req request)
 		if pt, err = patchType(r); err == nil {
 			var body []byte
 			if body, err = readBody(r); err == nil {
-				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, nil, pt, body)
+				sc, err = s.store.UpdateScale(r.Context(), req.Resource, req.Namespace, req.Name, nil, pt, body, wopts)
 			}
 		}
 	default:

@@ -703,7 +703,16 @@ func TestErrorResponses(t *testing.T) {
 		{"body of exactly 3 MiB is read", "POST", "/api/v1/namespaces/default/configmaps", bigBody(apiserver.MaxBodyBytes), []string{"Content-Type", "application/json"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"bad selector", "GET", "/api/v1/namespaces/default/pods?labelSelector=a+in+(", "", nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"unsupported field selector", "GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.bogus%3Dx", "", nil, 400, metav1.StatusReasonBadRequest, "field label not supported"},
-		{"server-side apply", "PATCH", "/api/v1/namespaces/default/pods/p", `{}`, []string{"Content-Type", "application/apply-patch+yaml"}, 415, "", "server-side apply is not supported"},
+		{"apply without a field manager", "PATCH", "/api/v1/namespaces/default/configmaps/c", `{}`, []string{"Content-Type", "application/apply-patch+yaml"}, 422, metav1.StatusReasonInvalid, "fieldManager: Required value: is required for apply patch"},
+		{"force without apply", "PATCH", "/api/v1/namespaces/default/configmaps/c?force=true", `{}`, []string{"Content-Type", "application/merge-patch+json"}, 422, metav1.StatusReasonInvalid, "force: Forbidden: may not be specified for non-apply patch"},
+		{"force not a boolean", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a&force=yes", `{}`, []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, `force "yes"`},
+		{"field manager too long", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=" + strings.Repeat("m", 129), `{}`, []string{"Content-Type", "application/apply-patch+yaml"}, 422, metav1.StatusReasonInvalid, "fieldManager: Too long"},
+		{"apply of another kind", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"c"}}`, []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, `apply patch is of apiVersion "v1" kind "Secret"`},
+		{"apply of another name", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}`, []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, "does not match the name on the URL"},
+		{"apply not YAML", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", "a: [", []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, "error decoding YAML"},
+		{"apply of a list", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", "[1]", []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, "not an object"},
+		{"apply of an unknown field", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"bogus":1}`, []string{"Content-Type", "application/apply-patch+yaml"}, 400, metav1.StatusReasonBadRequest, "bogus: field not declared in schema"},
+		{"apply in CBOR", "PATCH", "/api/v1/namespaces/default/configmaps/c?fieldManager=a", `{}`, []string{"Content-Type", "application/apply-patch+cbor"}, 415, "", "accepted media types: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -159,11 +159,27 @@ func (b *Builder) fields(s *spec.Schema, model string, t reflect.Type, docs map[
 		if lt, ok := listTypes[model+"."+name]; ok {
 			lt.apply(p)
 		}
+		if def, ok := defaults[model+"."+name]; ok {
+			p.Default = def
+		}
+		required := !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero")
+		if required {
+			// A required field that is not a pointer is its zero value
+			// when missing (a list item's key, for server-side apply).
+			if p.Default == nil && f.Type.Kind() != reflect.Pointer {
+				switch f.Type.Kind() {
+				case reflect.String:
+					p.Default = ""
+				case reflect.Int32, reflect.Int64, reflect.Int:
+					p.Default = 0
+				}
+			}
+		}
 		if s.Properties == nil {
 			s.Properties = map[string]spec.Schema{}
 		}
 		s.Properties[name] = *p
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+		if required {
 			s.Required = append(s.Required, name)
 		}
 	}

@@ -86,6 +86,18 @@ func compareAtoms(ours, theirs *smdschema.Schema, path string, a, u smdschema.At
 		if a.List.ElementRelationship != u.List.ElementRelationship || !reflect.DeepEqual(a.List.Keys, u.List.Keys) {
 			*diffs = append(*diffs, fmt.Sprintf("%s: list %s %v, upstream's %s %v", path, a.List.ElementRelationship, a.List.Keys, u.List.ElementRelationship, u.List.Keys))
 		}
+		// A key missing from an applied item takes its default.
+		ae, ok1 := ours.Resolve(a.List.ElementType)
+		ue, ok2 := theirs.Resolve(u.List.ElementType)
+		if ok1 && ok2 && ae.Map != nil && ue.Map != nil {
+			for _, k := range u.List.Keys {
+				af, _ := ae.Map.FindField(k)
+				uf, _ := ue.Map.FindField(k)
+				if !reflect.DeepEqual(af.Default, uf.Default) {
+					*diffs = append(*diffs, fmt.Sprintf("%s[].%s: default %#v, upstream's %#v", path, k, af.Default, uf.Default))
+				}
+			}
+		}
 		compareRefs(ours, theirs, path+"[]", a.List.ElementType, u.List.ElementType, diffs)
 	}
 	if a.Map != nil {

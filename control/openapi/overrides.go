@@ -79,3 +79,11 @@ var structTypes = map[string]string{
 	"io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector":    "atomic",
 	"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference":   "atomic",
 }
+
+// defaults: "model.field" → the default a field has by a +default marker
+// (server-side apply fills in a list item's missing key with it).
+var defaults = map[string]any{
+	"io.k8s.api.core.v1.ContainerPort.protocol":    "TCP",
+	"io.k8s.api.core.v1.LocalObjectReference.name": "",
+	"io.k8s.api.core.v1.ServicePort.protocol":      "TCP",
+}

@@ -37,6 +37,10 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name, sub string, pt
 	if r.ReadOnly {
 		return nil, nil, apierrors.NewMethodNotSupported(r.GroupVersionResource.GroupResource(), "patch")
 	}
+	if pt == types.ApplyYAMLPatchType {
+		obj, _, warnings, err := s.Apply(ctx, r, ns, name, sub, patch, mode, opts)
+		return obj, warnings, err
+	}
 	var warnings []string
 	obj, err := s.guaranteedUpdate(ctx, r, ns, name, "", opts, func(old runtime.Object) (runtime.Object, error) {
 		patched, err := applyPatch(r, old, pt, patch)
@@ -95,9 +99,6 @@ func applyPatch(r *Resource, old runtime.Object, pt types.PatchType, patch []byt
 		if err != nil {
 			return nil, apierrors.NewBadRequest("invalid strategic merge patch: " + err.Error())
 		}
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, apierrors.NewGenericServerResponse(415, "patch", r.GroupVersionResource.GroupResource(), "",
-			"server-side apply is not supported by isle: use client-side kubectl apply (without --server-side)", 0, false)
 	default:
 		return nil, apierrors.NewGenericServerResponse(415, "patch", r.GroupVersionResource.GroupResource(), "",
 			fmt.Sprintf("unsupported patch type %q", pt), 0, false)

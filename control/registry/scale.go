@@ -48,12 +48,13 @@ func (s *Store) GetScale(ctx context.Context, r *Resource, ns, name string) (*au
 // UpdateScale sets spec.replicas through the scale subresource, from a
 // whole Scale (PUT) or a patch of one (PATCH). The parent's generation is
 // bumped like any spec change.
-func (s *Store) UpdateScale(ctx context.Context, r *Resource, ns, name string, scale *autoscalingv1.Scale, pt types.PatchType, patch []byte) (*autoscalingv1.Scale, error) {
+func (s *Store) UpdateScale(ctx context.Context, r *Resource, ns, name string, scale *autoscalingv1.Scale, pt types.PatchType, patch []byte, opts WriteOptions) (*autoscalingv1.Scale, error) {
+	opts.trackAs = "scale"
 	precondition := ""
 	if scale != nil {
 		precondition = scale.ResourceVersion
 	}
-	obj, err := s.guaranteedUpdate(ctx, r, ns, name, precondition, WriteOptions{}, func(old runtime.Object) (runtime.Object, error) {
+	obj, err := s.guaranteedUpdate(ctx, r, ns, name, precondition, opts, func(old runtime.Object) (runtime.Object, error) {
 		cur, err := scaleOf(r, old)
 		if err != nil {
 			return nil, err

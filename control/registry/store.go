@@ -30,6 +30,7 @@ type Store struct {
 	writeTimeout time.Duration
 	serviceRange netip.Prefix
 	secrets      ValueCipher
+	fields       *fieldManagers
 }
 
 // Config configures a Store.
@@ -77,7 +78,8 @@ func New(cfg Config) *Store {
 		cfg.ServiceCIDR = DefaultServiceCIDR
 	}
 	return &Store{node: cfg.Node, resources: cfg.Resources, now: cfg.Now, log: cfg.Logger,
-		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked(), secrets: cfg.Secrets}
+		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked(), secrets: cfg.Secrets,
+		fields: &fieldManagers{resources: cfg.Resources}}
 }
 
 // Resources returns the served resources.

@@ -442,7 +442,7 @@ func TestNoopUpdate(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return e.UpdateScale(e.ctx, e.deploys(t), "default", "d", sc, "", nil)
+			return e.UpdateScale(e.ctx, e.deploys(t), "default", "d", sc, "", nil, registry.WriteOptions{})
 		}},
 	}
 	for _, tc := range tests {
@@ -504,7 +504,7 @@ func TestGeneration(t *testing.T) {
 			return err
 		}, 3},
 		{"scale subresource", func(t *testing.T) error {
-			sc, err := e.UpdateScale(e.ctx, deploys, "default", "d", nil, "application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`))
+			sc, err := e.UpdateScale(e.ctx, deploys, "default", "d", nil, "application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`), registry.WriteOptions{})
 			if err == nil && sc.Spec.Replicas != 5 {
 				t.Errorf("scale replicas %d, want 5", sc.Spec.Replicas)
 			}
@@ -519,7 +519,7 @@ func TestGeneration(t *testing.T) {
 				t.Errorf("scale = %+v", sc)
 			}
 			sc.Spec.Replicas = 1
-			_, err = e.UpdateScale(e.ctx, deploys, "default", "d", sc, "", nil)
+			_, err = e.UpdateScale(e.ctx, deploys, "default", "d", sc, "", nil, registry.WriteOptions{})
 			return err
 		}, 5},
 	}
@@ -541,12 +541,12 @@ func TestGeneration(t *testing.T) {
 		}
 		stale := sc.DeepCopy()
 		stale.ResourceVersion = "1"
-		if _, err := e.UpdateScale(e.ctx, deploys, "default", "d", stale, "", nil); !apierrors.IsConflict(err) {
+		if _, err := e.UpdateScale(e.ctx, deploys, "default", "d", stale, "", nil, registry.WriteOptions{}); !apierrors.IsConflict(err) {
 			t.Errorf("scale with a stale resourceVersion: %v, want Conflict", err)
 		}
 		neg := sc.DeepCopy()
 		neg.Spec.Replicas = -1
-		if _, err := e.UpdateScale(e.ctx, deploys, "default", "d", neg, "", nil); !apierrors.IsInvalid(err) {
+		if _, err := e.UpdateScale(e.ctx, deploys, "default", "d", neg, "", nil, registry.WriteOptions{}); !apierrors.IsInvalid(err) {
 			t.Errorf("negative scale: %v, want Invalid", err)
 		}
 		if _, err := e.GetScale(e.ctx, e.pods(t), "default", "d"); err == nil {
@@ -712,8 +712,8 @@ func TestPatch(t *testing.T) {
 					t.Errorf("warn mode did not apply the known part")
 				}
 			}},
-		{name: "server-side apply", res: cms, obj: "c", pt: "application/apply-patch+yaml", patch: `{}`,
-			errIs: func(err error) bool { return statusCode(err) == 415 }},
+		{name: "server-side apply without apiVersion and kind", res: cms, obj: "c", pt: "application/apply-patch+yaml", patch: `{}`,
+			errIs: apierrors.IsBadRequest},
 		{name: "missing object", res: cms, obj: "absent", pt: "application/merge-patch+json", patch: `{}`, errIs: apierrors.IsNotFound},
 		{name: "resourceVersion in patch is a precondition", res: cms, obj: "c", pt: "application/merge-patch+json",
 			patch: `{"metadata":{"resourceVersion":"1"},"data":{"x":"y"}}`, errIs: apierrors.IsConflict},

@@ -30,6 +30,18 @@ type WriteOptions struct {
 	// (nil on a create): the API server's checks of what the requester
 	// may write (RBAC escalation, NodeRestriction).
 	Admit func(ctx context.Context, obj, old runtime.Object) error
+	// Manager names the writer in the object's managedFields: the
+	// request's fieldManager or user agent (ManagerFor); empty:
+	// DefaultManager.
+	Manager string
+	// Force, in a server-side apply, takes over the fields other managers
+	// own instead of failing on them.
+	Force bool
+	// applied: a server-side apply, which set the managed fields itself.
+	applied bool
+	// trackAs is the subresource the managed fields record the write
+	// under when it is not the one written through (scale).
+	trackAs string
 }
 
 // Create stores a new object of r in namespace ns: decode is done by the
@@ -54,12 +66,17 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 	m.SetResourceVersion("")
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetManagedFields(nil)
 	m.SetGeneration(0)
 	if hasSpec(obj) {
 		m.SetGeneration(1)
 	}
 	r.Strategy.PrepareForCreate(obj)
+	if !opts.applied {
+		empty := r.New()
+		setGVK(r, empty)
+		obj = s.fields.update(r, "", empty, obj, opts.Manager)
+		m, _ = meta.Accessor(obj)
+	}
 	if errs := r.Strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
@@ -283,9 +300,10 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 		if rv := nm.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
 			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
-		if err := s.prepareUpdate(ctx, r, sub, obj, old); err != nil {
+		if obj, err = s.prepareUpdate(ctx, r, sub, obj, old, opts); err != nil {
 			return nil, err
 		}
+		nm, _ = meta.Accessor(obj)
 		if opts.Admit != nil && sub != subDelete && sub != subBinding {
 			if err := opts.Admit(ctx, obj, old); err != nil {
 				return nil, err
@@ -333,8 +351,9 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 }
 
 // prepareUpdate carries over what a client may not change, applies the
-// subresource's rules, defaults and validates.
-func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj, old runtime.Object) error {
+// subresource's rules, defaults, records the writer's fields and
+// validates.
+func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj, old runtime.Object, opts WriteOptions) (runtime.Object, error) {
 	nm, _ := meta.Accessor(obj)
 	om, _ := meta.Accessor(old)
 	switch sub {
@@ -347,7 +366,7 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		r.Strategy.PrepareForStatusUpdate(obj, old)
 	case "approval":
 		if r.Approval == nil {
-			return apierrors.NewNotFound(r.GroupVersionResource.GroupResource(), om.GetName())
+			return nil, apierrors.NewNotFound(r.GroupVersionResource.GroupResource(), om.GetName())
 		}
 		r.Approval(obj, old)
 		r.Strategy.PrepareForStatusUpdate(obj, old)
@@ -356,22 +375,28 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 	nm.SetNamespace(om.GetNamespace())
 	nm.SetUID(om.GetUID())
 	nm.SetCreationTimestamp(om.GetCreationTimestamp())
-	nm.SetManagedFields(nil)
 	nm.SetResourceVersion(om.GetResourceVersion())
 	nm.SetGeneration(om.GetGeneration())
 	if sub == subDelete || sub == subBinding {
-		return nil // the server's own change: nothing else to carry over or check
+		return obj, nil // the server's own change: nothing else to carry over or check
 	}
 	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	if sub == "" {
 		if err := s.admitUpdate(ctx, r, obj, old); err != nil {
-			return err
+			return nil, err
 		}
 		r.Strategy.PrepareForUpdate(obj, old)
 		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
 			nm.SetGeneration(om.GetGeneration() + 1)
 		}
+	}
+	if !opts.applied {
+		track := sub
+		if opts.trackAs != "" {
+			track = opts.trackAs
+		}
+		obj = s.fields.update(r, track, old, obj, opts.Manager)
 	}
 	var errs field.ErrorList
 	if sub == "status" || sub == "approval" {
@@ -380,9 +405,9 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		errs = r.Strategy.ValidateUpdate(obj, old)
 	}
 	if len(errs) > 0 {
-		return invalid(r, nm.GetName(), errs)
+		return nil, invalid(r, nm.GetName(), errs)
 	}
-	return nil
+	return obj, nil
 }
 
 // maxRetries bounds how often a write without a precondition is tried

@@ -148,7 +148,7 @@ func (e *deployEnv) setImage(name, image string) {
 func (e *deployEnv) scaleDeployment(name string, n int32) {
 	e.t.Helper()
 	if _, err := e.UpdateScale(e.ctx, e.dRes, "default", name, &autoscalingv1.Scale{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}, "", nil); err != nil {
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}, "", nil, registry.WriteOptions{}); err != nil {
 		e.t.Fatalf("scale %s: %v", name, err)
 	}
 }

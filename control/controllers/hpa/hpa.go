@@ -307,7 +307,7 @@ func (r *hpaRun) reconcile(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 	if rescale {
 		want := scale.DeepCopy()
 		want.Spec.Replicas = desired
-		if _, err := r.store.UpdateScale(ctx, target, hpa.Namespace, ref.Name, want, "", nil); err != nil {
+		if _, err := r.store.UpdateScale(ctx, target, hpa.Namespace, ref.Name, want, "", nil, registry.WriteOptions{}); err != nil {
 			s.events.Eventf(hpa, corev1.EventTypeWarning, "FailedRescale", "New size: %d; reason: %s; error: %v", desired, rescaleReason, err)
 			s.setCondition(autoscalingv2.AbleToScale, false, "FailedUpdateScale", "the HPA controller was unable to update the target scale: "+err.Error())
 			s.setStatus(current, hpa.Status.DesiredReplicas, statuses, false)
