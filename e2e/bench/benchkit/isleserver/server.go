@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -91,7 +93,10 @@ func (s *Server) start(ctx context.Context) error {
 	// their store address.
 	help, _ := exec.CommandContext(ctx, s.bin, "server", "--help").CombinedOutput()
 	if bytes.Contains(help, []byte("--admin-socket")) {
-		args = append(args, "--metrics-addr", s.metricsAddr, "--admin-socket", filepath.Join(s.dir, "admin.sock"))
+		args = append(args, "--metrics-addr", s.metricsAddr, "--admin-socket", s.adminSocket())
+		if bytes.Contains(help, []byte("--debug")) {
+			args = append(args, "--debug") // the live heap (pprof) in Memory
+		}
 	} else {
 		args = append(args, "--store-addr", s.metricsAddr)
 	}
@@ -161,6 +166,10 @@ type Memory struct {
 	RSS, Peak uint64 // VmRSS and VmHWM (peak RSS) from /proc/PID/status
 	HeapInuse uint64 // go_memstats_heap_inuse_bytes from its /metrics
 	HeapSys   uint64 // go_memstats_heap_sys_bytes: heap memory obtained from the OS
+	// Live is the heap allocated right after a garbage collection (pprof's
+	// heap with gc=1, on the admin socket): what the server holds, without
+	// the garbage HeapInuse counts. 0 for a binary that does not serve it.
+	Live uint64
 }
 
 // Memory reads the server's /proc/PID/status and its Go heap metrics.
@@ -176,7 +185,34 @@ func (s *Server) Memory(ctx context.Context) (Memory, error) {
 	}
 	m.HeapInuse = uint64(vals["go_memstats_heap_inuse_bytes"])
 	m.HeapSys = uint64(vals["go_memstats_heap_sys_bytes"])
+	m.Live = s.liveHeap(ctx)
 	return m, nil
+}
+
+func (s *Server) adminSocket() string { return filepath.Join(s.dir, "admin.sock") }
+
+// liveHeap collects the server's garbage and reads its HeapAlloc from
+// pprof's text heap profile; 0 if not served.
+func (s *Server) liveHeap(ctx context.Context) uint64 {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", s.adminSocket())
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if m := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`).FindSubmatch(body); m != nil {
+		n, _ := strconv.ParseUint(string(m[1]), 10, 64)
+		return n
+	}
+	return 0
 }
 
 // stopGrace is how long the server may take to stop before it is killed.
