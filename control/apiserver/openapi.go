@@ -23,8 +23,9 @@ import (
 // The OpenAPI documents (/openapi/v2, /openapi/v3) are built from the
 // served kinds' Go types at the first request and kept gzipped.
 type openAPI struct {
-	mu   sync.Mutex
-	docs *openapi.Documents
+	mu         sync.Mutex
+	docs       *openapi.Documents
+	generation uint64 // of the resources the documents describe
 }
 
 // openAPIModels returns the models of the served kinds, their lists and
@@ -38,8 +39,12 @@ func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models
 	var out []openapi.Resource
 	seen := map[string]bool{}
 	for _, r := range resources {
+		if r.Unserved {
+			continue
+		}
 		obj := r.New()
-		if _, ok := obj.(runtime.Unstructured); ok {
+		_, unstructured := obj.(runtime.Unstructured)
+		if unstructured && r.Models == nil {
 			continue
 		}
 		gv := r.GroupVersion()
@@ -51,10 +56,16 @@ func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models
 			GroupVersionResource: r.GroupVersionResource,
 			Kind:                 r.Kind,
 			Namespaced:           r.Namespaced,
-			Model:                b.AddKind(reflect.TypeOf(obj), r.GVK()),
-			ListModel:            b.AddKind(reflect.TypeOf(r.NewList()), gv.WithKind(r.Kind+"List")),
 			Scale:                r.Scale != nil,
 			Verbs:                r.Verbs(),
+			Custom:               unstructured,
+		}
+		if unstructured {
+			b.Merge(r.Models)
+			res.Model, res.ListModel = r.Model, r.ListModel
+		} else {
+			res.Model = b.AddKind(reflect.TypeOf(obj), r.GVK())
+			res.ListModel = b.AddKind(reflect.TypeOf(r.NewList()), gv.WithKind(r.Kind+"List"))
 		}
 		if r.Status {
 			res.Subresources = append(res.Subresources, "status")
@@ -89,7 +100,8 @@ func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models
 func (s *Server) openAPIDocs() (*openapi.Documents, error) {
 	s.openapi.mu.Lock()
 	defer s.openapi.mu.Unlock()
-	if s.openapi.docs != nil {
+	gen := s.store.Resources().Generation()
+	if s.openapi.docs != nil && s.openapi.generation == gen {
 		return s.openapi.docs, nil
 	}
 	models, resources := openAPIModels(s.store.Resources().All(), s.cfg.Usage != nil)
@@ -97,7 +109,7 @@ func (s *Server) openAPIDocs() (*openapi.Documents, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.openapi.docs = docs
+	s.openapi.docs, s.openapi.generation = docs, gen
 	return docs, nil
 }
 

@@ -43,7 +43,8 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, msg s
 		}
 	}
 	lookup := func(name string) (*registry.Resource, bool) {
-		return s.store.Resources().Lookup(req.GV.WithResource(name))
+		r, ok := s.store.Resources().Lookup(req.GV.WithResource(name))
+		return r, ok && !r.Unserved
 	}
 	var resName string
 	switch {

@@ -37,6 +37,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
+	"github.com/isle-cluster/isle/control/crd"
 	"github.com/isle-cluster/isle/control/events"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/pki"
@@ -347,7 +348,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	if err := secrets.load(); err != nil {
 		log.Warn("cluster: the Secrets' keys are not read yet", "err", err)
 	}
-	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR, Secrets: secrets})
+	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR, Secrets: secrets,
+		Resources: registry.NewResources(append(registry.Table(), crd.Resource()))})
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})
 	members := &membership{node: node, boards: boards, store: store, log: log, removeDeadAfter: cfg.RemoveDeadAfter}
@@ -376,6 +378,8 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	tokens := &tokenKeeper{node: node, ca: id.CA, gossipKey: cfg.GossipKey, now: cfg.Now, log: log}
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
+	// The kinds of the CustomResourceDefinitions, served on every server.
+	go crd.NewServer(store, log).Run(runCtx)
 	// Who may do what: kept in memory from the store on every server.
 	index := authz.NewIndex(store, log)
 	go index.Run(runCtx)

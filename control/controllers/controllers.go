@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/clusterroleaggregation"
 	"github.com/isle-cluster/isle/control/controllers/csrsigning"
@@ -25,6 +27,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/controllers/sasecrets"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
+	"github.com/isle-cluster/isle/control/crd"
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
@@ -120,6 +123,9 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 	}
 	if o.caExpiry != nil {
 		table = append(table, caexpiry.New(*o.caExpiry, log.With("controller", "ca-expiry"), ev.Recorder("isle-certificates")))
+	}
+	if _, ok := store.Resources().Lookup(crd.GroupVersion.WithResource("customresourcedefinitions")); ok {
+		table = append(table, crd.NewController(store, log.With("controller", "customresourcedefinition"), func() metav1.Time { return metav1.Now().Rfc3339Copy() }))
 	}
 	return table
 }

@@ -28,6 +28,9 @@ type Resource struct {
 	Scale        bool
 	// Verbs are discovery's: which operations there are.
 	Verbs []string
+	// Custom: a CRD's kind, which takes no strategic merge patch (kubectl
+	// sends it a merge patch when its PATCH says so).
+	Custom bool
 }
 
 // Documents are the served OpenAPI documents, each gzipped: they are
@@ -340,7 +343,7 @@ func paths(r Resource, v3 bool) (map[string]obj, []string) {
 			if body != nil {
 				types := mediaTypes
 				if action == "patch" {
-					types = patchTypes
+					types = r.patchTypes()
 				}
 				content := obj{}
 				for _, mt := range types {
@@ -356,7 +359,7 @@ func paths(r Resource, v3 bool) (map[string]obj, []string) {
 				o["parameters"] = append(asList(o["parameters"]), body)
 				o["consumes"] = []string{"*/*"}
 				if action == "patch" {
-					o["consumes"] = patchTypes
+					o["consumes"] = r.patchTypes()
 				}
 			}
 		}
@@ -435,6 +438,14 @@ func paths(r Resource, v3 bool) (map[string]obj, []string) {
 		}
 	}
 	return out, refs
+}
+
+// patchTypes are the patch types the resource takes.
+func (r Resource) patchTypes() []string {
+	if r.Custom {
+		return slices.DeleteFunc(slices.Clone(patchTypes), func(t string) bool { return t == "application/strategic-merge-patch+json" })
+	}
+	return patchTypes
 }
 
 // param is a path or query parameter of a simple type.

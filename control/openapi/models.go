@@ -50,6 +50,16 @@ func NewBuilder() *Builder {
 // Models returns what was added.
 func (b *Builder) Models() Models { return b.models }
 
+// Merge adds models built elsewhere (a CRD's); those of a name already
+// added are kept.
+func (b *Builder) Merge(m Models) {
+	for name, s := range m {
+		if _, ok := b.models[name]; !ok {
+			b.models[name] = s
+		}
+	}
+}
+
 // AddKind adds the model of a kind's Go type (a struct or a pointer to one)
 // with the group-version-kinds it is served as, and returns its name.
 func (b *Builder) AddKind(t reflect.Type, gvks ...schema.GroupVersionKind) string {
@@ -77,6 +87,9 @@ func ModelName(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if name, ok := packageNames[t.PkgPath()]; ok {
+		return name + "." + t.Name()
+	}
 	parts := strings.Split(t.PkgPath(), "/")
 	domain := strings.Split(parts[0], ".")
 	for i, j := 0, len(domain)-1; i < j; i, j = i+1, j-1 {
@@ -84,6 +97,12 @@ func ModelName(t reflect.Type) string {
 	}
 	parts[0] = strings.Join(domain, ".")
 	return strings.Join(parts, ".") + "." + t.Name()
+}
+
+// packageNames are the model name prefixes of isle's own Go types of
+// upstream APIs: upstream's names.
+var packageNames = map[string]string{
+	"github.com/isle-cluster/isle/control/crd": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
 }
 
 // ref adds the model of a named struct type (or a type with its own schema

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -40,8 +41,14 @@ func newScheme() *runtime.Scheme {
 		}
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-	// The kinds of the table that are Go types and not added above.
-	for _, r := range Table() {
+	registerKinds(s, Table())
+	return s
+}
+
+// registerKinds adds the kinds of resources that are Go types and not
+// known yet to s.
+func registerKinds(s *runtime.Scheme, resources []*Resource) {
+	for _, r := range resources {
 		obj := r.New()
 		if _, ok := obj.(runtime.Unstructured); ok || s.Recognizes(r.GVK()) {
 			continue
@@ -53,7 +60,6 @@ func newScheme() *runtime.Scheme {
 		s.AddKnownTypeWithName(r.GVK(), obj)
 		s.AddKnownTypeWithName(gv.WithKind(r.Kind+"List"), r.NewList())
 	}
-	return s
 }
 
 var codecs = serializer.NewCodecFactory(Scheme)
@@ -121,6 +127,18 @@ func Decode(r *Resource, data []byte, format Format, mode FieldValidation) (runt
 	}
 	if got.Group != gvk.Group || got.Version != gvk.Version || got.Kind != gvk.Kind {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version and kind in the data (%s) do not match the expected %s", gvkString(*got), gvkString(gvk)))
+	}
+	if r.Prune != nil && mode != FieldValidationIgnore {
+		if unknown := r.Prune(obj); len(unknown) > 0 {
+			msgs := make([]string, len(unknown))
+			for i, f := range unknown {
+				msgs[i] = fmt.Sprintf("unknown field %q", strings.TrimPrefix(f, "."))
+			}
+			if mode == FieldValidationStrict {
+				return nil, nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+			}
+			warnings = append(warnings, msgs...)
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, warnings, nil

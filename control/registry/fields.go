@@ -69,16 +69,17 @@ func ValidateManager(manager string, path *field.Path) field.ErrorList {
 // library kube-apiserver uses (k8s.io/apimachinery's managedfields over
 // sigs.k8s.io/structured-merge-diff), for the Go kinds of the table.
 type fieldManagers struct {
-	resources *Resources
-	once      sync.Once
-	types     managedfields.TypeConverter
-	err       error
-	mu        sync.Mutex
-	byKey     map[fieldManagerKey]*managedfields.FieldManager
+	resources  *Resources
+	once       sync.Once
+	types      managedfields.TypeConverter
+	err        error
+	mu         sync.Mutex
+	byKey      map[fieldManagerKey]*managedfields.FieldManager
+	generation uint64 // of the resources byKey was pruned at
 }
 
 type fieldManagerKey struct {
-	gvk schema.GroupVersionKind
+	r   *Resource
 	sub string
 }
 
@@ -100,19 +101,37 @@ func (f *fieldManagers) typeConverter() (managedfields.TypeConverter, error) {
 // manager returns the field manager of a resource's writes through sub
 // ("" the resource, "status", "scale").
 func (f *fieldManagers) manager(r *Resource, sub string) (*managedfields.FieldManager, error) {
-	key := fieldManagerKey{gvk: r.GVK(), sub: sub}
+	key := fieldManagerKey{r: r, sub: sub}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fm, ok := f.byKey[key]; ok {
 		return fm, nil
 	}
+	if gen := f.resources.Generation(); gen != f.generation {
+		// Resources came and went: forget the managers of those gone.
+		for k := range f.byKey {
+			if cur, ok := f.resources.Lookup(k.r.GroupVersionResource); !ok || cur != k.r {
+				delete(f.byKey, k)
+			}
+		}
+		f.generation = gen
+	}
 	newFieldManager := managedfields.NewDefaultFieldManager
 	var types managedfields.TypeConverter
-	if _, ok := r.New().(runtime.Unstructured); ok {
+	_, unstructured := r.New().(runtime.Unstructured)
+	switch {
+	case unstructured && r.Models != nil:
+		// A kind with a schema (a CRD's): its fields as the schema says.
+		var err error
+		if types, err = managedfields.NewTypeConverter(r.Models, false); err != nil {
+			return nil, fmt.Errorf("registry: apply schema of %s: %w", r, err)
+		}
+		newFieldManager = managedfields.NewDefaultCRDFieldManager
+	case unstructured:
 		// A kind with no Go type: its fields are deduced from the object,
 		// every one atomic.
 		types, newFieldManager = managedfields.NewDeducedTypeConverter(), managedfields.NewDefaultCRDFieldManager
-	} else {
+	default:
 		var err error
 		if types, err = f.typeConverter(); err != nil {
 			return nil, fmt.Errorf("registry: apply schema: %w", err)

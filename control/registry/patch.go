@@ -95,6 +95,11 @@ func applyPatch(r *Resource, old runtime.Object, pt types.PatchType, patch []byt
 			return nil, apierrors.NewBadRequest("invalid merge patch: " + err.Error())
 		}
 	case types.StrategicMergePatchType:
+		if _, custom := r.New().(runtime.Unstructured); custom {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", r.GroupVersionResource.GroupResource(), "",
+				fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
+					types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType), 0, false)
+		}
 		out, err = strategicpatch.StrategicMergePatch(original, patch, r.New())
 		if err != nil {
 			return nil, apierrors.NewBadRequest("invalid strategic merge patch: " + err.Error())

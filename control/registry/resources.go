@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/isle-cluster/isle/control/openapi"
 )
 
 // Resource is the registration of one served API resource: everything the
@@ -54,6 +58,24 @@ type Resource struct {
 	Convert        func(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error)
 	// ReadOnly resources are maintained by the server and refuse writes.
 	ReadOnly bool
+	// Owner names what added the resource while serving ("" for the
+	// table's): Resources.Set replaces an owner's resources.
+	Owner string
+	// Unserved: a stored version that is not served (a CRD's), kept to
+	// read and write what is stored.
+	Unserved bool
+	// Terminating, if set, refuses creates with this message (the kind
+	// is being removed).
+	Terminating string
+	// Prune, for a kind without a Go type, returns the fields of a
+	// decoded object its schema does not know (".spec.foo"): a request's
+	// unknown fields, for fieldValidation. nil: none.
+	Prune func(obj runtime.Object) []string
+	// Models are the OpenAPI models of a kind without a Go type, Model
+	// and ListModel the names of its own and its list's; nil: reflected
+	// from the Go type.
+	Models           openapi.Models
+	Model, ListModel string
 }
 
 // Strategy is a kind's rules for writes, as Kubernetes' registry
@@ -139,44 +161,106 @@ func (r *Resource) storageGroupResource() string {
 	return g + "/" + r.Resource
 }
 
-// Resources indexes the table.
+// Resources indexes the served resources: the table's, and those added
+// and removed while serving (the kinds of CustomResourceDefinitions).
+// Readers see a consistent snapshot; a change replaces it.
 type Resources struct {
-	list  []*Resource
-	byGVR map[schema.GroupVersionResource]*Resource
-	byGVK map[schema.GroupVersionKind]*Resource
+	mu  sync.Mutex // serializes changes
+	cur atomic.Pointer[resourceIndex]
 }
 
-// NewResources indexes a table of resources.
-func NewResources(table []*Resource) *Resources {
-	rs := &Resources{list: table, byGVR: map[schema.GroupVersionResource]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}}
-	for _, r := range table {
-		rs.byGVR[r.GroupVersionResource] = r
-		rs.byGVK[r.GVK()] = r
+// schemeMu serializes additions to Scheme.
+var schemeMu sync.Mutex
+
+type resourceIndex struct {
+	list       []*Resource
+	byGVR      map[schema.GroupVersionResource]*Resource
+	byGVK      map[schema.GroupVersionKind]*Resource
+	generation uint64
+}
+
+func newIndex(list []*Resource, generation uint64) *resourceIndex {
+	ix := &resourceIndex{list: list, byGVR: map[schema.GroupVersionResource]*Resource{}, byGVK: map[schema.GroupVersionKind]*Resource{}, generation: generation}
+	for _, r := range list {
+		ix.byGVR[r.GroupVersionResource] = r
+		ix.byGVK[r.GVK()] = r
 	}
+	return ix
+}
+
+// NewResources indexes a table of resources; the Go types of kinds beyond
+// Table's join Scheme (call it before serving).
+func NewResources(table []*Resource) *Resources {
+	schemeMu.Lock()
+	registerKinds(Scheme, table)
+	schemeMu.Unlock()
+	rs := &Resources{}
+	rs.cur.Store(newIndex(table, 0))
 	return rs
 }
 
-// All returns every resource in table order.
-func (rs *Resources) All() []*Resource { return rs.list }
+// All returns every resource in table order, then those added.
+func (rs *Resources) All() []*Resource { return rs.cur.Load().list }
+
+// Generation counts the changes since the table: what is built from the
+// resources (OpenAPI documents) is rebuilt when it moves.
+func (rs *Resources) Generation() uint64 { return rs.cur.Load().generation }
 
 // Lookup finds a resource by group, version and resource name.
 func (rs *Resources) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
-	r, ok := rs.byGVR[gvr]
+	r, ok := rs.cur.Load().byGVR[gvr]
 	return r, ok
 }
 
 // ForKind finds a resource by group, version and kind.
 func (rs *Resources) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
-	r, ok := rs.byGVK[gvk]
+	r, ok := rs.cur.Load().byGVK[gvk]
 	return r, ok
 }
 
+// Set replaces the resources owner added with add (none: removes them),
+// leaving the others; a resource the table or another owner serves is
+// refused.
+func (rs *Resources) Set(owner string, add []*Resource) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	old := rs.cur.Load()
+	var list []*Resource
+	for _, r := range old.list {
+		if r.Owner == owner {
+			continue
+		}
+		list = append(list, r)
+	}
+	taken := newIndex(list, 0)
+	for _, r := range add {
+		if other, ok := taken.byGVR[r.GroupVersionResource]; ok {
+			return fmt.Errorf("registry: %s is served already (%s)", r.GroupVersionResource, ownerName(other))
+		}
+		r.Owner = owner
+		list = append(list, r)
+	}
+	rs.cur.Store(newIndex(list, old.generation+1))
+	return nil
+}
+
+func ownerName(r *Resource) string {
+	if r.Owner == "" {
+		return "built in"
+	}
+	return r.Owner
+}
+
 // GroupVersions returns the served group versions, the preferred version of
-// each group first, in table order of their first resource.
+// each group first, in table order of their first resource (for a CRD's,
+// its first version).
 func (rs *Resources) GroupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
-	for _, r := range rs.list {
+	for _, r := range rs.All() {
+		if r.Unserved {
+			continue
+		}
 		gv := r.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true
@@ -198,8 +282,8 @@ func (rs *Resources) GroupVersions() []schema.GroupVersion {
 // InGroupVersion returns the resources of one group version.
 func (rs *Resources) InGroupVersion(gv schema.GroupVersion) []*Resource {
 	var out []*Resource
-	for _, r := range rs.list {
-		if r.GroupVersion() == gv {
+	for _, r := range rs.All() {
+		if r.GroupVersion() == gv && !r.Unserved {
 			out = append(out, r)
 		}
 	}

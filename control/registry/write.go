@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strconv"
 
@@ -49,6 +50,9 @@ type WriteOptions struct {
 func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.Object, opts WriteOptions) (runtime.Object, error) {
 	if r.ReadOnly {
 		return nil, apierrors.NewMethodNotSupported(r.GroupVersionResource.GroupResource(), "create")
+	}
+	if r.Terminating != "" {
+		return nil, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "create", r.GroupVersionResource.GroupResource(), "", r.Terminating, 0, false)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
