@@ -132,6 +132,63 @@ func helmLifecycle(t *testing.T, b *podBoard, tools *inClusterTools) {
 	if out, err := helm("uninstall", "web", "--namespace", "charts"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
+
+	// A chart with its CRD in crds/ and an object of it in templates/.
+	crdChart := filepath.Join(dir, "widgets")
+	for name, text := range widgetChart {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(crdChart, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crdChart, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := helm("install", "widgets", crdChart, "--namespace", "charts"); err != nil {
+		t.Fatalf("helm install of a chart with a CRD: %v\n%s", err, out)
+	}
+	mustMatch(t, "the chart's object, defaulted", k.ok(t, "-n", "charts", "get", "widgets", "first", "-o", "jsonpath={.spec.color}/{.spec.size}"), "^blue/3$")
+	if out, err := helm("upgrade", "widgets", crdChart, "--namespace", "charts", "--set", "color=red"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	mustMatch(t, "after the upgrade", k.ok(t, "-n", "charts", "get", "widget", "first", "-o", "jsonpath={.spec.color}"), "^red$")
+	if out, err := helm("uninstall", "widgets", "--namespace", "charts"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	// Helm keeps a chart's CRDs when it uninstalls it.
+	k.ok(t, "get", "crd", "widgets.charts.isle.dev")
+}
+
+// widgetChart is a chart with a CRD in crds/, as operators' charts ship
+// theirs.
+var widgetChart = map[string]string{
+	"Chart.yaml":  "apiVersion: v2\nname: widgets\nversion: 0.1.0\n",
+	"values.yaml": "color: blue\n",
+	"crds/widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.charts.isle.dev}
+spec:
+  group: charts.isle.dev
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, enum: [blue, red]}
+              size: {type: integer, default: 3}
+`,
+	"templates/widget.yaml": `apiVersion: charts.isle.dev/v1
+kind: Widget
+metadata: {name: first}
+spec: {color: {{ .Values.color }}}
+`,
 }
 
 // operatorChart is the chart the test writes: the operator as a chart

@@ -191,6 +191,7 @@ func TestKubectl(t *testing.T) {
 		t.Run("kubectl "+v, func(t *testing.T) { kubectlAcceptance(t, bin, c, versions[v]) })
 	}
 	t.Run("OpenAPI clients", func(t *testing.T) { openAPIClients(t, bin, c) })
+	t.Run("the Gateway API's CRDs", func(t *testing.T) { gatewayAPICRDs(t, bin, c) })
 	t.Run("a node's credential", func(t *testing.T) { nodeProbes(t, bin, c) })
 	t.Run("isle user", func(t *testing.T) { userAccounts(t, bin, c) })
 	t.Run("CertificateSigningRequest", func(t *testing.T) { csrFlow(t, bin, c) })

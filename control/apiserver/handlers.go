@@ -272,7 +272,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 		s.writeError(w, r, err)
 		return
 	}
-	addWarnings(w, warnings)
+	addWarnings(w, append(warnings, req.Resource.WarningsFor(out)...))
 	s.writeObject(w, r, http.StatusCreated, req.Resource, out)
 }
 
@@ -292,7 +292,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request
 		s.writeError(w, r, err)
 		return
 	}
-	addWarnings(w, warnings)
+	addWarnings(w, append(warnings, req.Resource.WarningsFor(out)...))
 	s.writeObject(w, r, http.StatusOK, req.Resource, out)
 }
 
@@ -350,7 +350,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		s.writeError(w, r, err)
 		return
 	}
-	addWarnings(w, warnings)
+	addWarnings(w, append(warnings, req.Resource.WarningsFor(out)...))
 	s.writeObject(w, r, code, req.Resource, out)
 }
 

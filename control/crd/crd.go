@@ -32,6 +32,7 @@ func Resource() *registry.Resource {
 		Strategy:             strategy{},
 		Table:                crdTable{},
 		Status:               true,
+		Warnings:             Warnings,
 	}
 }
 
@@ -167,5 +168,3 @@ func (crdTable) Rows(obj runtime.Object, now time.Time) ([]metav1.TableRow, erro
 	}
 	return nil, fmt.Errorf("crd: print %s: not a CustomResourceDefinition", reflect.TypeOf(obj))
 }
-
-

@@ -51,9 +51,6 @@ func validateCRD(c *CustomResourceDefinition) (errs field.ErrorList, warnings []
 		if msgs := validation.IsDNS1035Label(v.Name); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p.Child("name"), v.Name, strings.Join(msgs, "; ")))
 		}
-		if !v.Served && !v.Storage {
-			errs = append(errs, field.Invalid(p.Child("served"), false, "must be true for the storage version"))
-		}
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			errs = append(errs, field.Required(p.Child("schema", "openAPIV3Schema"), "schemas are required"))
 		} else {

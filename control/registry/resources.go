@@ -76,6 +76,17 @@ type Resource struct {
 	// from the Go type.
 	Models           openapi.Models
 	Model, ListModel string
+	// Warnings, if set, are what a written object asks that the server
+	// accepts without doing (for the client's Warning headers).
+	Warnings func(obj runtime.Object) []string
+}
+
+// WarningsFor returns the warnings of a written object.
+func (r *Resource) WarningsFor(obj runtime.Object) []string {
+	if r.Warnings == nil || obj == nil {
+		return nil
+	}
+	return r.Warnings(obj)
 }
 
 // Strategy is a kind's rules for writes, as Kubernetes' registry
