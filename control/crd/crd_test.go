@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -244,4 +245,51 @@ func TestCRDValidation(t *testing.T) {
 			t.Errorf("%s → %s: got %v, want %q", tc.from, tc.to, err, tc.want)
 		}
 	}
+}
+
+// TestDefaultsOnReadAndSelectableFields: a default added to the schema
+// after an object was written shows when it is read; a selectable field
+// is a field selector of the kind.
+func TestDefaultsOnReadAndSelectableFields(t *testing.T) {
+	e := newEnv(t)
+	c := e.createCRD(t, strings.Replace(widgets, "    subresources: {status: {}}", "    subresources: {status: {}}\n    selectableFields: [{jsonPath: .spec.color}]", 1))
+	v1 := e.served(t, schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})
+	for _, w := range []struct{ name, color string }{{"a", "red"}, {"b", "blue"}} {
+		if _, err := e.Create(e.ctx, v1, "default", widget("example.com/v1", w.name, `{"color":"`+w.color+`"}`), registry.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := e.List(e.ctx, v1, "default", metav1.ListOptions{FieldSelector: "spec.color=blue"})
+	if err != nil || len(list.(*unstructured.UnstructuredList).Items) != 1 || list.(*unstructured.UnstructuredList).Items[0].GetName() != "b" {
+		t.Fatalf("spec.color=blue: %v %v", list, err)
+	}
+	if _, err := e.List(e.ctx, v1, "default", metav1.ListOptions{FieldSelector: "spec.size=2"}); err == nil {
+		t.Fatal("a field selector the CRD does not declare")
+	}
+	// A default added to the schema.
+	_, err = e.Mutate(e.ctx, e.crds, "", c.Name, "", func(obj runtime.Object) error {
+		props := obj.(*crd.CustomResourceDefinition).Spec.Versions[0].Schema.OpenAPIV3Schema.Properties
+		spec := props["spec"]
+		spec.Properties["shape"] = crd.JSONSchemaProps{Type: "string", Default: &crd.JSON{Raw: []byte(`"round"`)}}
+		props["spec"] = spec
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, ok := e.Resources().Lookup(v1.GroupVersionResource); ok && r != v1 {
+			got, err := e.Get(e.ctx, r, "default", "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shape, _, _ := unstructured.NestedString(got.(*unstructured.Unstructured).Object, "spec", "shape"); shape != "round" {
+				t.Fatalf("read after a default was added: %v", got)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the changed CRD is not served")
 }

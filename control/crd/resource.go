@@ -71,6 +71,8 @@ func Resources(c *CustomResourceDefinition) ([]*registry.Resource, error) {
 			Status:   st.status,
 			Unserved: !v.Served,
 			Prune:    st.prunedFields,
+			Read:     st.read,
+			Fields:   selectableFields(v.SelectableFields),
 		}
 		if c.DeletionTimestamp != nil {
 			r.Terminating = "create not allowed while custom resource definition is terminating"
@@ -140,6 +142,45 @@ func (s *crStrategy) prepare(obj runtime.Object) {
 	if c := content(obj); c != nil && s.schema != nil {
 		pruneAndDefault(c, s.schema, true)
 	}
+}
+
+// read defaults an object read from storage.
+func (s *crStrategy) read(obj runtime.Object) {
+	if c := content(obj); c != nil && s.schema != nil {
+		for k, v := range c {
+			if ps, ok := s.schema.Properties[k]; ok && k != "metadata" {
+				applyDefaults(v, &ps)
+			}
+		}
+		for k, ps := range s.schema.Properties {
+			if _, ok := c[k]; !ok && ps.Default != nil && k != "metadata" {
+				if d, err := ps.Default.Value(); err == nil {
+					applyDefaults(d, &ps)
+					c[k] = d
+				}
+			}
+		}
+	}
+}
+
+// selectableFields are a version's field selectors beyond the name and
+// namespace: the value at each path, as a string.
+func selectableFields(sf []SelectableField) map[string]func(runtime.Object) string {
+	if len(sf) == 0 {
+		return nil
+	}
+	out := map[string]func(runtime.Object) string{}
+	for _, f := range sf {
+		path := splitPath(f.JSONPath)
+		out[strings.TrimPrefix(f.JSONPath, ".")] = func(obj runtime.Object) string {
+			v, ok, _ := unstructured.NestedFieldNoCopy(content(obj), path...)
+			if !ok || v == nil {
+				return ""
+			}
+			return fmt.Sprint(v)
+		}
+	}
+	return out
 }
 
 func (s *crStrategy) prunedFields(obj runtime.Object) []string {

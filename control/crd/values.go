@@ -22,6 +22,44 @@ func pruneAndDefault(v any, s *JSONSchemaProps, root bool) any {
 	return walk(v, s, root, nil, nil)
 }
 
+// applyDefaults sets the defaults of what is missing in v, pruning
+// nothing: what kube-apiserver does to a custom object read from storage
+// (a default added to the schema after the object was written).
+func applyDefaults(v any, s *JSONSchemaProps) {
+	walkDefaults(v, s)
+}
+
+func walkDefaults(v any, s *JSONSchemaProps) {
+	if s == nil {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if ps, ok := s.Properties[k]; ok {
+				walkDefaults(child, &ps)
+			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+				walkDefaults(child, s.AdditionalProperties.Schema)
+			}
+		}
+		for k, ps := range s.Properties {
+			if _, ok := x[k]; ok || ps.Default == nil {
+				continue
+			}
+			if d, err := ps.Default.Value(); err == nil {
+				walkDefaults(d, &ps)
+				x[k] = d
+			}
+		}
+	case []any:
+		if s.Items != nil && s.Items.Schema != nil {
+			for _, item := range x {
+				walkDefaults(item, s.Items.Schema)
+			}
+		}
+	}
+}
+
 func walk(v any, s *JSONSchemaProps, root bool, path *field.Path, pruned func(*field.Path)) any {
 	if s == nil {
 		return v

@@ -189,6 +189,9 @@ func decodeStored(r *Resource, data []byte) (runtime.Object, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
 		return nil, fmt.Errorf("registry: decode stored %s: %w", r.Kind, err)
 	}
+	if r.Read != nil {
+		r.Read(obj)
+	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GVK())
 	return obj, nil
 }

@@ -76,6 +76,9 @@ type Resource struct {
 	// from the Go type.
 	Models           openapi.Models
 	Model, ListModel string
+	// Read, if set, completes an object read from storage (a CRD's
+	// defaults added after it was written).
+	Read func(obj runtime.Object)
 	// Warnings, if set, are what a written object asks that the server
 	// accepts without doing (for the client's Warning headers).
 	Warnings func(obj runtime.Object) []string
