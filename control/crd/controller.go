@@ -81,7 +81,7 @@ func (s *Server) serve(name string, c *CustomResourceDefinition) {
 }
 
 func isTrue(c *CustomResourceDefinition, typ string) bool {
-	i := slices.IndexFunc(c.Status.Conditions, func(cd Condition) bool { return cd.Type == typ })
+	i := slices.IndexFunc(c.Status.Conditions, func(cd CustomResourceDefinitionCondition) bool { return cd.Type == typ })
 	return i >= 0 && c.Status.Conditions[i].Status == string(metav1.ConditionTrue)
 }
 
@@ -198,9 +198,9 @@ func namesConflict(c *CustomResourceDefinition, all []*CustomResourceDefinition)
 }
 
 func (c *Controller) setCondition(crd *CustomResourceDefinition, typ string, status metav1.ConditionStatus, reason, msg string) {
-	i := slices.IndexFunc(crd.Status.Conditions, func(cd Condition) bool { return cd.Type == typ })
+	i := slices.IndexFunc(crd.Status.Conditions, func(cd CustomResourceDefinitionCondition) bool { return cd.Type == typ })
 	if i < 0 {
-		crd.Status.Conditions = append(crd.Status.Conditions, Condition{Type: typ})
+		crd.Status.Conditions = append(crd.Status.Conditions, CustomResourceDefinitionCondition{Type: typ})
 		i = len(crd.Status.Conditions) - 1
 	}
 	cd := &crd.Status.Conditions[i]

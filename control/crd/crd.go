@@ -44,7 +44,7 @@ type strategy struct{}
 func (strategy) PrepareForCreate(obj runtime.Object) {
 	c := obj.(*CustomResourceDefinition)
 	defaults(c)
-	c.Status = Status{StoredVersions: []string{}}
+	c.Status = CustomResourceDefinitionStatus{StoredVersions: []string{}}
 	if !slices.Contains(c.Finalizers, Finalizer) {
 		c.Finalizers = append(c.Finalizers, Finalizer)
 	}
@@ -69,7 +69,7 @@ func defaults(c *CustomResourceDefinition) {
 		n.ListKind = n.Kind + "List"
 	}
 	if c.Spec.Conversion == nil {
-		c.Spec.Conversion = &Conversion{Strategy: NoneConverter}
+		c.Spec.Conversion = &CustomResourceConversion{Strategy: NoneConverter}
 	}
 	if w := c.Spec.Conversion.Webhook; w != nil && w.ClientConfig != nil && w.ClientConfig.Service != nil && w.ClientConfig.Service.Port == nil {
 		port := int32(443)
@@ -102,7 +102,7 @@ func (strategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "scope"), c.Spec.Scope, "field is immutable"))
 	}
 	for _, stored := range o.Status.StoredVersions {
-		if !slices.ContainsFunc(c.Spec.Versions, func(v Version) bool { return v.Name == stored }) {
+		if !slices.ContainsFunc(c.Spec.Versions, func(v CustomResourceDefinitionVersion) bool { return v.Name == stored }) {
 			errs = append(errs, field.Invalid(field.NewPath("status", "storedVersions"), o.Status.StoredVersions,
 				fmt.Sprintf("must have the same number of versions as spec.versions: %s is stored and must stay in spec.versions", stored)))
 		}
@@ -119,7 +119,7 @@ func (strategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, validateNames(&c.Status.AcceptedNames, field.NewPath("status", "acceptedNames"))...)
 	}
 	for i, v := range c.Status.StoredVersions {
-		if !slices.ContainsFunc(c.Spec.Versions, func(sv Version) bool { return sv.Name == v }) {
+		if !slices.ContainsFunc(c.Spec.Versions, func(sv CustomResourceDefinitionVersion) bool { return sv.Name == v }) {
 			errs = append(errs, field.Invalid(field.NewPath("status", "storedVersions").Index(i), v, "must appear in spec.versions"))
 		}
 	}

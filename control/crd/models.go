@@ -24,7 +24,7 @@ func modelName(group, version, kind string) string {
 // models returns the OpenAPI models of one version of a CRD: its schema
 // with apiVersion, kind and metadata (ObjectMeta) as every object has
 // them, its list, and the meta models they refer to.
-func models(c *CustomResourceDefinition, v Version, names Names) (openapi.Models, string, string) {
+func models(c *CustomResourceDefinition, v CustomResourceDefinitionVersion, names CustomResourceDefinitionNames) (openapi.Models, string, string) {
 	b := openapi.NewBuilder()
 	objectMeta := b.AddKind(reflect.TypeOf(metav1.ObjectMeta{}))
 	listMeta := b.AddKind(reflect.TypeOf(metav1.ListMeta{}))

@@ -265,7 +265,7 @@ func (s *crStrategy) BeginDelete(runtime.Object, metav1.DeleteOptions) (int64, b
 func (s *crStrategy) HeldBack(runtime.Object) bool { return false }
 
 // scaleOf reads and sets replicas at the scale subresource's paths.
-func scaleOf(sc *ScaleSubresource) *registry.Scale {
+func scaleOf(sc *CustomResourceSubresourceScale) *registry.Scale {
 	specPath := splitPath(sc.SpecReplicasPath)
 	statusPath := splitPath(sc.StatusReplicasPath)
 	var selectorPath []string
@@ -310,11 +310,11 @@ func parseJSONPath(p string) (*jsonpath.JSONPath, error) {
 	return j, nil
 }
 
-func newTable(cols []PrinterColumn) *table {
+func newTable(cols []CustomResourceColumnDefinition) *table {
 	t := &table{columns: []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name",
 		Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}}}
 	if len(cols) == 0 {
-		cols = []PrinterColumn{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}}
+		cols = []CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}}
 	}
 	for _, c := range cols {
 		j, err := parseJSONPath(c.JSONPath)

@@ -23,8 +23,8 @@ var GroupVersion = schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "
 type CustomResourceDefinition struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              Spec   `json:"spec"`
-	Status            Status `json:"status,omitempty"`
+	Spec              CustomResourceDefinitionSpec   `json:"spec"`
+	Status            CustomResourceDefinitionStatus `json:"status,omitempty"`
 }
 
 // CustomResourceDefinitionList is a list of them.
@@ -34,18 +34,18 @@ type CustomResourceDefinitionList struct {
 	Items           []CustomResourceDefinition `json:"items"`
 }
 
-// Spec is what a CRD declares.
-type Spec struct {
-	Group                 string      `json:"group"`
-	Names                 Names       `json:"names"`
-	Scope                 string      `json:"scope"`
-	Versions              []Version   `json:"versions"`
-	Conversion            *Conversion `json:"conversion,omitempty"`
-	PreserveUnknownFields bool        `json:"preserveUnknownFields,omitempty"`
+// CustomResourceDefinitionSpec is what a CRD declares.
+type CustomResourceDefinitionSpec struct {
+	Group                 string                            `json:"group"`
+	Names                 CustomResourceDefinitionNames     `json:"names"`
+	Scope                 string                            `json:"scope"`
+	Versions              []CustomResourceDefinitionVersion `json:"versions"`
+	Conversion            *CustomResourceConversion         `json:"conversion,omitempty"`
+	PreserveUnknownFields bool                              `json:"preserveUnknownFields,omitempty"`
 }
 
-// Names are the kind's names.
-type Names struct {
+// CustomResourceDefinitionNames are the kind's names.
+type CustomResourceDefinitionNames struct {
 	Plural     string   `json:"plural"`
 	Singular   string   `json:"singular,omitempty"`
 	ShortNames []string `json:"shortNames,omitempty"`
@@ -60,39 +60,42 @@ const (
 	ClusterScoped   = "Cluster"
 )
 
-// Version is one version of the kind.
-type Version struct {
-	Name                     string            `json:"name"`
-	Served                   bool              `json:"served"`
-	Storage                  bool              `json:"storage"`
-	Deprecated               bool              `json:"deprecated,omitempty"`
-	DeprecationWarning       *string           `json:"deprecationWarning,omitempty"`
-	Schema                   *Validation       `json:"schema,omitempty"`
-	Subresources             *Subresources     `json:"subresources,omitempty"`
-	AdditionalPrinterColumns []PrinterColumn   `json:"additionalPrinterColumns,omitempty"`
-	SelectableFields         []SelectableField `json:"selectableFields,omitempty"`
+// CustomResourceDefinitionVersion is one version of the kind.
+type CustomResourceDefinitionVersion struct {
+	Name                     string                           `json:"name"`
+	Served                   bool                             `json:"served"`
+	Storage                  bool                             `json:"storage"`
+	Deprecated               bool                             `json:"deprecated,omitempty"`
+	DeprecationWarning       *string                          `json:"deprecationWarning,omitempty"`
+	Schema                   *CustomResourceValidation        `json:"schema,omitempty"`
+	Subresources             *CustomResourceSubresources      `json:"subresources,omitempty"`
+	AdditionalPrinterColumns []CustomResourceColumnDefinition `json:"additionalPrinterColumns,omitempty"`
+	SelectableFields         []SelectableField                `json:"selectableFields,omitempty"`
 }
 
-// Validation holds a version's schema.
-type Validation struct {
+// CustomResourceValidation holds a version's schema.
+type CustomResourceValidation struct {
 	OpenAPIV3Schema *JSONSchemaProps `json:"openAPIV3Schema,omitempty"`
 }
 
-// Subresources of a version.
-type Subresources struct {
-	Status *struct{}         `json:"status,omitempty"`
-	Scale  *ScaleSubresource `json:"scale,omitempty"`
+// CustomResourceSubresources are a version's subresources.
+type CustomResourceSubresources struct {
+	Status *CustomResourceSubresourceStatus `json:"status,omitempty"`
+	Scale  *CustomResourceSubresourceScale  `json:"scale,omitempty"`
 }
 
-// ScaleSubresource says where the replicas are.
-type ScaleSubresource struct {
+// CustomResourceSubresourceStatus enables the status subresource.
+type CustomResourceSubresourceStatus struct{}
+
+// CustomResourceSubresourceScale says where the replicas are.
+type CustomResourceSubresourceScale struct {
 	SpecReplicasPath   string  `json:"specReplicasPath"`
 	StatusReplicasPath string  `json:"statusReplicasPath"`
 	LabelSelectorPath  *string `json:"labelSelectorPath,omitempty"`
 }
 
-// PrinterColumn is a column of kubectl get.
-type PrinterColumn struct {
+// CustomResourceColumnDefinition is a column of kubectl get.
+type CustomResourceColumnDefinition struct {
 	Name        string `json:"name"`
 	Type        string `json:"type"`
 	Format      string `json:"format,omitempty"`
@@ -106,8 +109,8 @@ type SelectableField struct {
 	JSONPath string `json:"jsonPath"`
 }
 
-// Conversion is how the versions convert.
-type Conversion struct {
+// CustomResourceConversion is how the versions convert.
+type CustomResourceConversion struct {
 	Strategy string             `json:"strategy"`
 	Webhook  *WebhookConversion `json:"webhook,omitempty"`
 }
@@ -139,15 +142,15 @@ type ServiceReference struct {
 	Port      *int32  `json:"port,omitempty"`
 }
 
-// Status is what the server says of a CRD.
-type Status struct {
-	Conditions     []Condition `json:"conditions,omitempty"`
-	AcceptedNames  Names       `json:"acceptedNames"`
-	StoredVersions []string    `json:"storedVersions"`
+// CustomResourceDefinitionStatus is what the server says of a CRD.
+type CustomResourceDefinitionStatus struct {
+	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty"`
+	AcceptedNames  CustomResourceDefinitionNames       `json:"acceptedNames"`
+	StoredVersions []string                            `json:"storedVersions"`
 }
 
-// Condition is one of the CRD's conditions.
-type Condition struct {
+// CustomResourceDefinitionCondition is one of the CRD's conditions.
+type CustomResourceDefinitionCondition struct {
 	Type               string      `json:"type"`
 	Status             string      `json:"status"`
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`

@@ -104,7 +104,7 @@ func validateCRD(c *CustomResourceDefinition) (errs field.ErrorList, warnings []
 }
 
 // validateNames checks a CRD's names (also its accepted names).
-func validateNames(n *Names, path *field.Path) field.ErrorList {
+func validateNames(n *CustomResourceDefinitionNames, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	label := func(name, v string, required bool) {
 		switch {
@@ -142,7 +142,7 @@ func validateNames(n *Names, path *field.Path) field.ErrorList {
 	return errs
 }
 
-func validateSubresources(v Version, path *field.Path) field.ErrorList {
+func validateSubresources(v CustomResourceDefinitionVersion, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if v.Subresources == nil || v.Subresources.Scale == nil {
 		return nil
