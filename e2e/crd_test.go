@@ -156,7 +156,30 @@ func gatewayAPICRDs(t *testing.T, bin string, c *storeCluster) {
 		return seen["add"] == 1 && seen["update"] >= 1 && seen["delete"] == 1
 	})
 
+	// The garbage collector follows custom objects' owners: a route
+	// owned by the Gateway goes with it.
+	uid := k.ok(t, "get", "-n", ns, "gateway", "web", "-o", "jsonpath={.metadata.uid}")
+	owned := strings.Replace(gatewayObjects[strings.Index(gatewayObjects, "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute"):],
+		"metadata: {name: hello}", "metadata:\n  name: owned\n  ownerReferences: [{apiVersion: gateway.networking.k8s.io/v1, kind: Gateway, name: web, uid: "+uid+"}]", 1)
+	if out, err := k.cmd(owned, "apply", "-n", ns, "-f", "-").CombinedOutput(); err != nil {
+		t.Fatalf("apply of an owned route: %v\n%s", err, out)
+	}
+	k.ok(t, "get", "-n", ns, "httproute", "owned")
+	k.ok(t, "delete", "-n", ns, "gateway", "web")
+	waitFor(t, 30*time.Second, "the owned route collected", func() bool {
+		_, _, err := k.run("", "get", "-n", ns, "httproute", "owned")
+		return err != nil
+	})
+
+	// A namespace deleted takes the custom objects in it.
+	k.ok(t, "apply", "-n", ns, "-f", manifest)
+	k.ok(t, "delete", "namespace", ns, "--timeout=60s")
+	if out := k.ok(t, "get", "httproutes,gateways", "-A", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Fatalf("left after the namespace was deleted: %s", out)
+	}
+
 	// A CRD deleted takes its objects and its kind.
+	k.ok(t, "create", "namespace", ns)
 	k.ok(t, "apply", "-n", ns, "-f", manifest)
 	k.ok(t, "delete", "crd", "httproutes.gateway.networking.k8s.io", "--timeout=30s")
 	waitFor(t, 10*time.Second, "httproutes gone from discovery", func() bool {

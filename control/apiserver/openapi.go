@@ -44,7 +44,7 @@ func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models
 		}
 		obj := r.New()
 		_, unstructured := obj.(runtime.Unstructured)
-		if unstructured && r.Models == nil {
+		if unstructured && r.OpenAPIDefs == nil {
 			continue
 		}
 		gv := r.GroupVersion()
@@ -61,8 +61,7 @@ func openAPIModels(resources []*registry.Resource, metrics bool) (openapi.Models
 			Custom:               unstructured,
 		}
 		if unstructured {
-			b.Merge(r.Models)
-			res.Model, res.ListModel = r.Model, r.ListModel
+			res.Model, res.ListModel, res.Defs = r.Model, r.ListModel, r.OpenAPIDefs
 		} else {
 			res.Model = b.AddKind(reflect.TypeOf(obj), r.GVK())
 			res.ListModel = b.AddKind(reflect.TypeOf(r.NewList()), gv.WithKind(r.Kind+"List"))

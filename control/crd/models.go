@@ -23,8 +23,9 @@ func modelName(group, version, kind string) string {
 
 // models returns the OpenAPI models of one version of a CRD: its schema
 // with apiVersion, kind and metadata (ObjectMeta) as every object has
-// them, its list, and the meta models they refer to.
-func models(c *CustomResourceDefinition, v CustomResourceDefinitionVersion, names CustomResourceDefinitionNames) (openapi.Models, string, string) {
+// them, its list (modelName and modelName+"List"), and the meta models they
+// refer to.
+func models(c *CustomResourceDefinition, v CustomResourceDefinitionVersion, names CustomResourceDefinitionNames) openapi.Models {
 	b := openapi.NewBuilder()
 	objectMeta := b.AddKind(reflect.TypeOf(metav1.ObjectMeta{}))
 	listMeta := b.AddKind(reflect.TypeOf(metav1.ListMeta{}))
@@ -56,7 +57,7 @@ func models(c *CustomResourceDefinition, v CustomResourceDefinitionVersion, name
 	}}
 	list.AddExtension("x-kubernetes-group-version-kind", []any{map[string]any{"group": c.Spec.Group, "version": v.Name, "kind": names.ListKind}})
 	ms[name+"List"] = list
-	return ms, name, name + "List"
+	return ms
 }
 
 // toSpec converts a CRD schema to kube-openapi's, whose models serve the

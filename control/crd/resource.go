@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/isle-cluster/isle/control/openapi"
 	"github.com/isle-cluster/isle/control/registry"
 )
 
@@ -87,7 +89,15 @@ func Resources(c *CustomResourceDefinition) ([]*registry.Resource, error) {
 			r.Convert = convertNone
 		}
 		if s != nil {
-			r.Models, r.Model, r.ListModel = models(c, v, names)
+			c, v, names := c, v, names
+			r.Model, r.ListModel = modelName(c.Spec.Group, v.Name, names.Kind), modelName(c.Spec.Group, v.Name, names.Kind)+"List"
+			r.ApplyTypes = func() (managedfields.TypeConverter, error) {
+				return managedfields.NewTypeConverter(models(c, v, names), false)
+			}
+			r.OpenAPIDefs = func(v3 bool) map[string]map[string]any {
+				ms := models(c, v, names)
+				return map[string]map[string]any{r.Model: openapi.SchemaJSON(ms[r.Model], v3), r.ListModel: openapi.SchemaJSON(ms[r.ListModel], v3)}
+			}
 		}
 		out = append(out, r)
 	}

@@ -31,6 +31,10 @@ type Resource struct {
 	// Custom: a CRD's kind, which takes no strategic merge patch (kubectl
 	// sends it a merge patch when its PATCH says so).
 	Custom bool
+	// Defs, for a kind whose models are not among the Models given to
+	// Build (a CRD's), returns them as the v2 or v3 document writes them
+	// (SchemaJSON); they may refer to those given.
+	Defs func(v3 bool) map[string]map[string]any
 }
 
 // Documents are the served OpenAPI documents, each gzipped: they are
@@ -63,9 +67,11 @@ func Build(models Models, resources []Resource, version string) (*Documents, err
 	v2Paths := map[string]obj{}
 	var v2Refs []string
 	type gvDoc struct {
-		paths map[string]obj
-		refs  []string
+		paths  map[string]obj
+		refs   []string
+		custom []Resource
 	}
+	var customs []Resource
 	byGV := map[string]*gvDoc{}
 	var keys []string
 	for _, r := range resources {
@@ -84,6 +90,10 @@ func Build(models Models, resources []Resource, version string) (*Documents, err
 			v2Paths[p] = item
 		}
 		v2Refs = append(v2Refs, refs...)
+		if r.Defs != nil {
+			d.custom = append(d.custom, r)
+			customs = append(customs, r)
+		}
 		ps, _ = paths(r, true)
 		for p, item := range ps {
 			d.paths[p] = item
@@ -91,7 +101,7 @@ func Build(models Models, resources []Resource, version string) (*Documents, err
 		d.refs = append(d.refs, refs...)
 	}
 	docs := &Documents{V3: map[string]Doc{}}
-	v2 := obj{"swagger": "2.0", "info": info, "paths": v2Paths, "definitions": closure(models, v2Refs, false)}
+	v2 := obj{"swagger": "2.0", "info": info, "paths": v2Paths, "definitions": withCustom(models, v2Refs, customs, false)}
 	b, err := json.Marshal(v2)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: v2: %w", err)
@@ -111,7 +121,7 @@ func Build(models Models, resources []Resource, version string) (*Documents, err
 	sort.Strings(keys)
 	for _, key := range keys {
 		d := byGV[key]
-		v3 := obj{"openapi": "3.0.0", "info": info, "paths": d.paths, "components": obj{"schemas": closure(models, d.refs, true)}}
+		v3 := obj{"openapi": "3.0.0", "info": info, "paths": d.paths, "components": obj{"schemas": withCustom(models, d.refs, d.custom, true)}}
 		b, err := json.Marshal(v3)
 		if err != nil {
 			return nil, fmt.Errorf("openapi: v3 %s: %w", key, err)
@@ -153,7 +163,7 @@ func closure(models Models, names []string, v3 bool) map[string]obj {
 			return
 		}
 		if m, ok := models[name]; ok {
-			defs[name] = schemaJSON(m, v3)
+			defs[name] = SchemaJSON(m, v3)
 			visit(m)
 		}
 	}
@@ -184,6 +194,57 @@ func closure(models Models, names []string, v3 bool) map[string]obj {
 	return defs
 }
 
+// withCustom returns the closure of the named models with the custom
+// resources' own models and the models those refer to.
+func withCustom(models Models, names []string, custom []Resource, v3 bool) map[string]obj {
+	var defs []map[string]map[string]any
+	for _, r := range custom {
+		d := r.Defs(v3)
+		defs = append(defs, d)
+		for _, def := range d {
+			names = append(names, refsOf(def, v3)...)
+		}
+	}
+	out := closure(models, names, v3)
+	for _, d := range defs {
+		for name, def := range d {
+			out[name] = def
+		}
+	}
+	return out
+}
+
+// refsOf returns the model names a JSON schema refers to.
+func refsOf(v any, v3 bool) []string {
+	prefix := v2Prefix
+	if v3 {
+		prefix = v3Prefix
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				out = append(out, strings.TrimPrefix(ref, prefix))
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		case []map[string]any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
 // Where the documents' references point.
 const (
 	v2Prefix = "#/definitions/"
@@ -193,7 +254,7 @@ const (
 // schemaJSON writes a model's schema for a v2 or v3 document: in v3 a
 // reference with a description beside it goes in allOf, as kube-apiserver
 // writes it (v3 ignores what is beside a $ref).
-func schemaJSON(s *spec.Schema, v3 bool) obj {
+func SchemaJSON(s *spec.Schema, v3 bool) obj {
 	o := obj{}
 	if ref := s.Ref.String(); ref != "" {
 		ref = strings.TrimPrefix(ref, v2Prefix)
@@ -238,18 +299,18 @@ func schemaJSON(s *spec.Schema, v3 bool) obj {
 	}
 	set("uniqueItems", true, s.UniqueItems)
 	if s.Items != nil && s.Items.Schema != nil {
-		o["items"] = schemaJSON(s.Items.Schema, v3)
+		o["items"] = SchemaJSON(s.Items.Schema, v3)
 	}
 	if len(s.Properties) > 0 {
 		props := obj{}
 		for name, p := range s.Properties {
-			props[name] = schemaJSON(&p, v3)
+			props[name] = SchemaJSON(&p, v3)
 		}
 		o["properties"] = props
 	}
 	if ap := s.AdditionalProperties; ap != nil {
 		if ap.Schema != nil {
-			o["additionalProperties"] = schemaJSON(ap.Schema, v3)
+			o["additionalProperties"] = SchemaJSON(ap.Schema, v3)
 		} else {
 			o["additionalProperties"] = ap.Allows
 		}
@@ -257,7 +318,7 @@ func schemaJSON(s *spec.Schema, v3 bool) obj {
 	if len(s.AllOf) > 0 && o["allOf"] == nil {
 		all := make([]obj, len(s.AllOf))
 		for i := range s.AllOf {
-			all[i] = schemaJSON(&s.AllOf[i], v3)
+			all[i] = SchemaJSON(&s.AllOf[i], v3)
 		}
 		o["allOf"] = all
 	}

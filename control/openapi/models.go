@@ -50,16 +50,6 @@ func NewBuilder() *Builder {
 // Models returns what was added.
 func (b *Builder) Models() Models { return b.models }
 
-// Merge adds models built elsewhere (a CRD's); those of a name already
-// added are kept.
-func (b *Builder) Merge(m Models) {
-	for name, s := range m {
-		if _, ok := b.models[name]; !ok {
-			b.models[name] = s
-		}
-	}
-}
-
 // AddKind adds the model of a kind's Go type (a struct or a pointer to one)
 // with the group-version-kinds it is served as, and returns its name.
 func (b *Builder) AddKind(t reflect.Type, gvks ...schema.GroupVersionKind) string {

@@ -120,10 +120,10 @@ func (f *fieldManagers) manager(r *Resource, sub string) (*managedfields.FieldMa
 	var types managedfields.TypeConverter
 	_, unstructured := r.New().(runtime.Unstructured)
 	switch {
-	case unstructured && r.Models != nil:
+	case unstructured && r.ApplyTypes != nil:
 		// A kind with a schema (a CRD's): its fields as the schema says.
 		var err error
-		if types, err = managedfields.NewTypeConverter(r.Models, false); err != nil {
+		if types, err = r.ApplyTypes(); err != nil {
 			return nil, fmt.Errorf("registry: apply schema of %s: %w", r, err)
 		}
 		newFieldManager = managedfields.NewDefaultCRDFieldManager

@@ -11,9 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/isle-cluster/isle/control/openapi"
 )
 
 // Resource is the registration of one served API resource: everything the
@@ -71,10 +70,14 @@ type Resource struct {
 	// decoded object its schema does not know (".spec.foo"): a request's
 	// unknown fields, for fieldValidation. nil: none.
 	Prune func(obj runtime.Object) []string
-	// Models are the OpenAPI models of a kind without a Go type, Model
-	// and ListModel the names of its own and its list's; nil: reflected
-	// from the Go type.
-	Models           openapi.Models
+	// For a kind without a Go type that has a schema (a CRD's):
+	// ApplyTypes builds server-side apply's types of it; OpenAPIDefs
+	// returns its OpenAPI models as a v2 or v3 document writes them, Model
+	// and ListModel naming its own and its list's. nil: reflected from the
+	// Go type. (Functions of plain types: a field of kube-openapi's schema
+	// type would keep its JSON encoders, 200 KB, in the binary.)
+	ApplyTypes       func() (managedfields.TypeConverter, error)
+	OpenAPIDefs      func(v3 bool) map[string]map[string]any
 	Model, ListModel string
 	// Read, if set, completes an object read from storage (a CRD's
 	// defaults added after it was written).
