@@ -457,6 +457,12 @@ func TestRequestFlood(t *testing.T) {
 	}
 	cs := kubeClient(t, kc)
 	waitFor(t, 60*time.Second, "s1's Node", func() bool { _, ok := nodeMap(t, cs)["s1"]; return ok })
+	// The leader makes the system namespaces once elected, beside the
+	// board's registration: the Node can come first.
+	waitFor(t, 30*time.Second, "the default namespace", func() bool {
+		_, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+		return err == nil
+	})
 	cred, _, err := wire.LoadCredential(s1.dir)
 	if err != nil {
 		t.Fatal(err)
