@@ -22,7 +22,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // pods/log, pods/exec, pods/attach and pods/portforward are served by the node agent of the
@@ -64,6 +67,10 @@ func (s *Server) serveNodeProxy(w http.ResponseWriter, r *http.Request, req requ
 		return
 	}
 	pod := obj.(*corev1.Pod)
+	if err := s.admitConnect(r, req, pod); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	segs := []string{agentPaths[req.Subresource], pod.Namespace, pod.Name}
 	if req.Subresource != "portforward" { // a pod's ports, not a container's
 		container, err := podContainer(pod, r.URL.Query().Get("container"))
@@ -228,4 +235,38 @@ func agentErrorStatus(resp *http.Response) error {
 // Retry-After: clients should not retry at once).
 func badGateway(msg string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusBadGateway, Message: msg}}
+}
+
+// admitConnect calls the admission webhooks on a pods/exec, attach or
+// portforward (operation CONNECT), with the request's options.
+func (s *Server) admitConnect(r *http.Request, req request, pod *corev1.Pod) error {
+	hooks := s.store.Webhooks()
+	if hooks == nil || req.Subresource == "log" {
+		return nil
+	}
+	q := r.URL.Query()
+	flag := func(name string) bool { v, _ := strconv.ParseBool(q.Get(name)); return v }
+	var opts runtime.Object
+	switch req.Subresource {
+	case "exec":
+		opts = &corev1.PodExecOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodExecOptions"}, Container: q.Get("container"),
+			Command: q["command"], Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}
+	case "attach":
+		opts = &corev1.PodAttachOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodAttachOptions"}, Container: q.Get("container"),
+			Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty")}
+	default:
+		pf := &corev1.PodPortForwardOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodPortForwardOptions"}}
+		for _, p := range q["ports"] {
+			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+				pf.Ports = append(pf.Ports, int32(n))
+			}
+		}
+		opts = pf
+	}
+	ar := &registry.AdmissionRequest{Resource: req.Resource, Subresource: req.Subresource, Operation: registry.OpConnect,
+		Namespace: pod.Namespace, Name: pod.Name, Object: opts, Options: opts, User: registry.RequesterOf(r.Context())}
+	if _, err := hooks.Mutate(r.Context(), ar); err != nil {
+		return err
+	}
+	return hooks.Validate(r.Context(), ar)
 }

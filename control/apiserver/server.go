@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,7 +125,9 @@ func userFrom(ctx context.Context) *User {
 // ServeHTTP routes one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	ctx, warnings := registry.WithWarnings(r.Context())
+	r = r.WithContext(ctx)
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, warnings: warnings}
 	verb, resource := s.serve(rec, r)
 	if verb != "watch" {
 		s.metrics.requests.WithLabelValues(verb, resource, strconv.Itoa(rec.code)).Inc()
@@ -166,7 +169,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		s.writeError(w, r, err)
 		return "unavailable", ""
 	}
-	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+	ctx := registry.WithRequester(context.WithValue(r.Context(), userKey{}, u),
+		authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: extraOf(u.Extra)})
+	r = r.WithContext(ctx)
 	release, err := s.inFlight.admit(r, u)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -241,12 +246,25 @@ func (s *Server) version() *version.Info {
 // flushing through for watches and logs.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code  int
+	wrote bool
+	// warnings the request's admission gave, sent as Warning headers.
+	warnings *registry.Warnings
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	s.code = code
+	if !s.wrote && s.warnings != nil {
+		addWarnings(s.ResponseWriter, s.warnings.List())
+	}
+	s.code, s.wrote = code, true
 	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
 }
 
 func (s *statusRecorder) Flush() {
@@ -258,3 +276,15 @@ func (s *statusRecorder) Flush() {
 // Unwrap gives http.ResponseController the connection, which the exec and
 // attach proxy hijacks.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// extraOf is a user's extra attributes as the admission webhooks get them.
+func extraOf(extra map[string][]string) map[string]authenticationv1.ExtraValue {
+	if len(extra) == 0 {
+		return nil
+	}
+	out := make(map[string]authenticationv1.ExtraValue, len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}

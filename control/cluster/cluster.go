@@ -43,6 +43,7 @@ import (
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/scheduler"
+	"github.com/isle-cluster/isle/control/webhooks"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/storeapi"
@@ -380,6 +381,10 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
 	// The kinds of the CustomResourceDefinitions, served on every server.
 	go crd.NewServer(store, log).Run(runCtx)
+	// The admission webhooks, called by every server on every write.
+	hooks := webhooks.NewDispatcher(store, webhooks.NewClient(store), log)
+	store.SetWebhooks(hooks)
+	go hooks.Run(runCtx)
 	// Who may do what: kept in memory from the store on every server.
 	index := authz.NewIndex(store, log)
 	go index.Run(runCtx)

@@ -57,6 +57,9 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, opts m
 				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, om.GetResourceVersion()))
 			}
 		}
+		if err := s.admitDelete(ctx, r, old, opts); err != nil {
+			return nil, false, err
+		}
 		obj := old.DeepCopyObject()
 		m, _ := meta.Accessor(obj)
 		finalizers := m.GetFinalizers()

@@ -3,6 +3,7 @@ package registry
 import (
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -77,7 +78,41 @@ func Table() []*Resource {
 		kind(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, &certificatesv1.CertificateSigningRequest{},
 			&certificatesv1.CertificateSigningRequestList{}, strategy.CertificateSigningRequest, printers.CertificateSigningRequests).
 			short("csr").status().approval(strategy.PrepareForApprovalUpdate).fields(strategy.CSRFields),
+		kind(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false,
+			&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfigurationList{},
+			strategy.MutatingWebhookConfiguration, printers.MutatingWebhookConfigurations).
+			categories("api-extensions").warn(matchConditionsWarning),
+		kind(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false,
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{},
+			strategy.ValidatingWebhookConfiguration, printers.ValidatingWebhookConfigurations).
+			categories("api-extensions").warn(matchConditionsWarning),
 	}
+}
+
+// matchConditionsWarning warns of a webhook's matchConditions: CEL, which
+// isle does not evaluate, so that such a webhook is treated as one whose
+// conditions fail to evaluate (its failurePolicy decides).
+func matchConditionsWarning(obj runtime.Object) []string {
+	var names []string
+	switch c := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			if len(w.MatchConditions) > 0 {
+				names = append(names, w.Name)
+			}
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for _, w := range c.Webhooks {
+			if len(w.MatchConditions) > 0 {
+				names = append(names, w.Name)
+			}
+		}
+	}
+	var out []string
+	for _, n := range names {
+		out = append(out, "webhook "+n+": matchConditions are CEL, which isle does not evaluate: its failurePolicy decides every request it matches (Fail refuses them, Ignore skips the webhook)")
+	}
+	return out
 }
 
 // kind starts the entry of a kind served as a Go type: obj and list are
@@ -92,10 +127,15 @@ func kind(gv schema.GroupVersion, resource, kind string, namespaced bool, obj, l
 	}
 }
 
-func (r *Resource) short(names ...string) *Resource { r.ShortNames = names; return r }
-func (r *Resource) inAll() *Resource                { r.Categories = []string{"all"}; return r }
-func (r *Resource) status() *Resource               { r.Status = true; return r }
-func (r *Resource) extra(subs ...string) *Resource  { r.Extra = subs; return r }
+func (r *Resource) short(names ...string) *Resource  { r.ShortNames = names; return r }
+func (r *Resource) inAll() *Resource                 { r.Categories = []string{"all"}; return r }
+func (r *Resource) categories(c ...string) *Resource { r.Categories = c; return r }
+func (r *Resource) warn(f func(runtime.Object) []string) *Resource {
+	r.Warnings = f
+	return r
+}
+func (r *Resource) status() *Resource              { r.Status = true; return r }
+func (r *Resource) extra(subs ...string) *Resource { r.Extra = subs; return r }
 func (r *Resource) approval(f func(obj, old runtime.Object)) *Resource {
 	r.Approval = f
 	return r

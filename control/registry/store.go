@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,7 @@ type Store struct {
 	serviceRange netip.Prefix
 	secrets      ValueCipher
 	fields       *fieldManagers
+	webhooks     atomic.Pointer[Webhooks]
 }
 
 // Config configures a Store.

@@ -81,6 +81,27 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		obj = s.fields.update(r, "", empty, obj, opts.Manager)
 		m, _ = meta.Accessor(obj)
 	}
+	mutated, changed, err := s.mutate(ctx, r, "", obj, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		// What the webhooks changed gets the kind's defaults, and the
+		// system fields are the server's again.
+		uid, gen := m.GetUID(), m.GetGeneration()
+		obj = mutated
+		m, _ = meta.Accessor(obj)
+		r.Strategy.PrepareForCreate(obj)
+		m.SetUID(uid)
+		m.SetCreationTimestamp(now)
+		m.SetResourceVersion("")
+		m.SetGeneration(gen)
+		m.SetDeletionTimestamp(nil)
+		m.SetDeletionGracePeriodSeconds(nil)
+		if err := s.checkNamespace(r, m, ns); err != nil {
+			return nil, err
+		}
+	}
 	if errs := r.Strategy.ValidateCreate(obj); len(errs) > 0 {
 		return nil, invalid(r, m.GetName(), errs)
 	}
@@ -88,6 +109,9 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.validate(ctx, r, "", obj, nil, opts); err != nil {
+		return nil, err
 	}
 	// Allocations (Service IPs, node ports) are claimed in the write's own
 	// transaction; a claim lost to a concurrent create is allocated again.
@@ -308,8 +332,13 @@ func (s *Store) guaranteedUpdate(ctx context.Context, r *Resource, ns, name, pre
 			return nil, err
 		}
 		nm, _ = meta.Accessor(obj)
-		if opts.Admit != nil && sub != subDelete && sub != subBinding {
-			if err := opts.Admit(ctx, obj, old); err != nil {
+		if sub != subDelete && sub != subBinding {
+			if opts.Admit != nil {
+				if err := opts.Admit(ctx, obj, old); err != nil {
+					return nil, err
+				}
+			}
+			if err := s.validateUpdate(ctx, r, sub, obj, old, opts); err != nil {
 				return nil, err
 			}
 		}
@@ -401,6 +430,39 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 			track = opts.trackAs
 		}
 		obj = s.fields.update(r, track, old, obj, opts.Manager)
+	}
+	mutated, changed, err := s.mutateUpdate(ctx, r, sub, obj, old, opts)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		// What the webhooks changed gets the rules of the subresource and
+		// the kind's defaults again.
+		obj = mutated
+		nm, _ = meta.Accessor(obj)
+		switch sub {
+		case "":
+			if r.Status {
+				copyStatus(obj, old)
+			}
+		default:
+			copySpec(obj, old)
+			r.Strategy.PrepareForStatusUpdate(obj, old)
+		}
+		nm.SetName(om.GetName())
+		nm.SetNamespace(om.GetNamespace())
+		nm.SetUID(om.GetUID())
+		nm.SetCreationTimestamp(om.GetCreationTimestamp())
+		nm.SetResourceVersion(om.GetResourceVersion())
+		nm.SetGeneration(om.GetGeneration())
+		nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
+		nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+		if sub == "" {
+			r.Strategy.PrepareForUpdate(obj, old)
+			if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
+				nm.SetGeneration(om.GetGeneration() + 1)
+			}
+		}
 	}
 	var errs field.ErrorList
 	if sub == "status" || sub == "approval" {
