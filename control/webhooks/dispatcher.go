@@ -102,7 +102,9 @@ func (d *Dispatcher) reload(ctx context.Context) {
 		}
 	}
 	vcs := vl.(*admissionregistrationv1.ValidatingWebhookConfigurationList).Items
-	slices.SortFunc(vcs, func(a, b admissionregistrationv1.ValidatingWebhookConfiguration) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(vcs, func(a, b admissionregistrationv1.ValidatingWebhookConfiguration) int {
+		return cmpString(a.Name, b.Name)
+	})
 	for _, c := range vcs {
 		for _, w := range c.Webhooks {
 			h, err := newHook(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.NamespaceSelector,
@@ -159,7 +161,9 @@ type callError struct {
 	err  error
 }
 
-func (e *callError) Error() string { return fmt.Sprintf("failed calling webhook %q: %v", e.name, e.err) }
+func (e *callError) Error() string {
+	return fmt.Sprintf("failed calling webhook %q: %v", e.name, e.err)
+}
 
 // failed applies h's failure policy to a call's error: nil to go on
 // (Ignore), else the request's error.
