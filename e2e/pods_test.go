@@ -678,6 +678,11 @@ spec:
 		helmLifecycle(t, b, tools)
 	})
 
+	t.Run("admission webhooks served by a pod", func(t *testing.T) {
+		t.Parallel()
+		admissionWebhooks(t, b)
+	})
+
 	t.Run("the pod's service-account credentials", func(t *testing.T) {
 		t.Parallel()
 		b.waitPod(t, "incluster", 60*time.Second, "Running", isRunning)
