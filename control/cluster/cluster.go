@@ -379,10 +379,11 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	tokens := &tokenKeeper{node: node, ca: id.CA, gossipKey: cfg.GossipKey, now: cfg.Now, log: log}
 	certs := &servingCertHandler{ca: id.CA, members: node.Members, log: log, now: cfg.Now,
 		nodeOf: func(token string) (string, bool) { return nodeOfToken(node.KV(), token) }}
-	// The kinds of the CustomResourceDefinitions, served on every server.
-	go crd.NewServer(store, log).Run(runCtx)
-	// The admission webhooks, called by every server on every write.
-	hooks := webhooks.NewDispatcher(store, webhooks.NewClient(store), log)
+	// The kinds of the CustomResourceDefinitions, served on every server,
+	// and the admission webhooks, called by every server on every write.
+	hookClient := webhooks.NewClient(store)
+	go crd.NewServer(store, hookClient, log).Run(runCtx)
+	hooks := webhooks.NewDispatcher(store, hookClient, log)
 	store.SetWebhooks(hooks)
 	go hooks.Run(runCtx)
 	// Who may do what: kept in memory from the store on every server.

@@ -23,15 +23,16 @@ func owner(name string) string { return "crd:" + name }
 // follows the CRDs in the store and adds, changes and removes their
 // resources in the registry as they come, change and go.
 type Server struct {
-	store *registry.Store
-	log   *slog.Logger
-	res   *registry.Resource
+	store  *registry.Store
+	log    *slog.Logger
+	res    *registry.Resource
+	poster Poster
 }
 
 // NewServer returns the server of the CRDs' kinds; store must serve
 // Resource().
-func NewServer(store *registry.Store, log *slog.Logger) *Server {
-	return &Server{store: store, log: log, res: kit.MustLookup(store, GroupVersion.WithResource("customresourcedefinitions"))}
+func NewServer(store *registry.Store, poster Poster, log *slog.Logger) *Server {
+	return &Server{store: store, log: log, poster: poster, res: kit.MustLookup(store, GroupVersion.WithResource("customresourcedefinitions"))}
 }
 
 // Run follows the CRDs until ctx ends.
@@ -70,7 +71,7 @@ func (s *Server) serve(name string, c *CustomResourceDefinition) {
 	var rs []*registry.Resource
 	if c != nil {
 		var err error
-		if rs, err = Resources(c); err != nil {
+		if rs, err = Resources(c, s.poster); err != nil {
 			s.log.Warn("crd server: not served", "crd", name, "err", err)
 			return
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/crd"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/webhooks"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
@@ -40,7 +41,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	go crd.NewServer(s, log).Run(e.ctx)
+	go crd.NewServer(s, webhooks.NewClient(s), log).Run(e.ctx)
 	go crd.NewController(s, log, func() metav1.Time { return metav1.Now() }).Run(e.ctx)
 	return e
 }

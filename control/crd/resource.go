@@ -24,7 +24,7 @@ import (
 // Resources returns the registry's resources of an established CRD: one
 // per version (the stored version always, to read and write what is
 // stored; the versions not served are marked so).
-func Resources(c *CustomResourceDefinition) ([]*registry.Resource, error) {
+func Resources(c *CustomResourceDefinition, poster Poster) ([]*registry.Resource, error) {
 	names := c.Status.AcceptedNames
 	if names.Plural == "" {
 		names = c.Spec.Names
@@ -87,6 +87,9 @@ func Resources(c *CustomResourceDefinition) ([]*registry.Resource, error) {
 		}
 		if len(c.Spec.Versions) > 1 {
 			r.Convert = convertNone
+			if conv := c.Spec.Conversion; conv != nil && conv.Strategy == WebhookConverter && conv.Webhook != nil && conv.Webhook.ClientConfig != nil && poster != nil {
+				r.Convert = webhookConverter(c, poster)
+			}
 		}
 		if s != nil {
 			c, v, names := c, v, names
