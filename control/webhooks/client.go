@@ -77,7 +77,7 @@ func (c *Client) Post(ctx context.Context, cc admissionregistrationv1.WebhookCli
 	req.Header.Set("Accept", "application/json")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, &url.Error{Op: "Post", URL: target.String(), Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
