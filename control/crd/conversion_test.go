@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,13 +114,58 @@ spec:
 	if err != nil || len(list.(*unstructured.UnstructuredList).Items) != 1 {
 		t.Fatalf("list as v2: %v", err)
 	}
+	// The storage version moves to v2: g stays stored in v1, a new one is
+	// stored in v2, and a list in either version converts each as needed.
+	if _, err := e.Mutate(e.ctx, e.crds, "", "gizmos.example.com", "", func(obj runtime.Object) error {
+		c := obj.(*crd.CustomResourceDefinition)
+		c.Spec.Versions[0].Storage, c.Spec.Versions[1].Storage = false, true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r, ok := e.Resources().Lookup(v1.GroupVersionResource); ok && r.StorageVersion == "v2" {
+			v1, v2 = r, e.served(t, v2.GroupVersionResource)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new storage version is not served")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h := &unstructured.Unstructured{}
+	_ = json.Unmarshal([]byte(`{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"h","namespace":"default"},"spec":{"size":5}}`), &h.Object)
+	if _, err := e.Create(e.ctx, v1, "default", h, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r     *registry.Resource
+		field string
+	}{{v1, "size"}, {v2, "length"}} {
+		list, err := e.List(e.ctx, c.r, "default", metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, it := range list.(*unstructured.UnstructuredList).Items {
+			n, _, _ := unstructured.NestedInt64(it.Object, "spec", c.field)
+			got[it.GetName()] = n
+			if it.GetAPIVersion() != c.r.GroupVersion().String() {
+				t.Errorf("%s listed as %s has apiVersion %s", it.GetName(), c.r.GroupVersion(), it.GetAPIVersion())
+			}
+		}
+		if got["g"] != 3 || got["h"] != 5 {
+			t.Errorf("list as %s: spec.%s %v, want g 3 and h 5 (stored in v1 and v2)", c.r.GroupVersion(), c.field, got)
+		}
+	}
 	srv.Close()
 	_, err = e.Get(e.ctx, v2, "default", "g", metav1.GetOptions{})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "conversion webhook for example.com/v1, Kind=Gizmo failed") {
 		t.Errorf("read as v2 with the webhook down: %v", err)
 	}
 	if _, err := e.Get(e.ctx, v1, "default", "g", metav1.GetOptions{}); err != nil {
-		t.Errorf("read as the stored v1 with the webhook down: %v", err)
+		t.Errorf("read in the version it is stored in (v1) with the webhook down: %v", err)
 	}
 }
 

@@ -129,3 +129,71 @@ func toSpec(s *JSONSchemaProps) *spec.Schema {
 	}
 	return out
 }
+
+// v2Model is a custom kind's model as OpenAPI v2 shows it, for the
+// validation of kubectl 1.27 and 1.28, as kube-apiserver words it: a
+// kind preserving unknown fields at its root is an object and nothing
+// more (else kubectl would refuse every field it does not list);
+// elsewhere the junctors go (v2 has none that kubectl reads), a nullable
+// or unknown-preserving node loses its type's content, and an array left
+// without items its type.
+func v2Model(s *spec.Schema, preserveAll bool) *spec.Schema {
+	if preserve(s) || preserveAll {
+		out := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+		out.Extensions = spec.Extensions{"x-kubernetes-group-version-kind": s.Extensions["x-kubernetes-group-version-kind"]}
+		return out
+	}
+	out := *s
+	v2Node(&out)
+	return &out
+}
+
+func preserve(s *spec.Schema) bool {
+	v, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields")
+	return v
+}
+
+// v2Node rewrites a copy of a schema node and its children for v2.
+func v2Node(s *spec.Schema) {
+	s.AllOf, s.OneOf, s.AnyOf, s.Not = nil, nil, nil, nil
+	if s.Nullable {
+		s.Type, s.Nullable, s.Items, s.Properties = nil, false, nil, nil
+	}
+	if preserve(s) {
+		s.Items, s.Properties = nil, nil
+		if s.Type.Contains("object") {
+			s.Type = nil
+		}
+	}
+	if s.Items == nil && s.Type.Contains("array") {
+		s.Type = nil
+	}
+	if len(s.Properties) > 0 {
+		props := make(map[string]spec.Schema, len(s.Properties))
+		var required []string
+		for name, p := range s.Properties {
+			v2Node(&p)
+			props[name] = p
+		}
+		// A nullable field may be null: not required in v2.
+		for _, r := range s.Required {
+			if p, ok := s.Properties[r]; !ok || !p.Nullable {
+				required = append(required, r)
+			}
+		}
+		s.Properties, s.Required = props, required
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		item := *s.Items.Schema
+		v2Node(&item)
+		s.Items = &spec.SchemaOrArray{Schema: &item}
+	}
+	if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
+		if ap.Schema.Nullable {
+			s.Required = nil
+		}
+		sch := *ap.Schema
+		v2Node(&sch)
+		s.AdditionalProperties = &spec.SchemaOrBool{Allows: ap.Allows, Schema: &sch}
+	}
+}

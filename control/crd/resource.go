@@ -99,7 +99,11 @@ func Resources(c *CustomResourceDefinition, poster Poster) ([]*registry.Resource
 			}
 			r.OpenAPIDefs = func(v3 bool) map[string]map[string]any {
 				ms := models(c, v, names)
-				return map[string]map[string]any{r.Model: openapi.SchemaJSON(ms[r.Model], v3), r.ListModel: openapi.SchemaJSON(ms[r.ListModel], v3)}
+				model := ms[r.Model]
+				if !v3 {
+					model = v2Model(model, c.Spec.PreserveUnknownFields)
+				}
+				return map[string]map[string]any{r.Model: openapi.SchemaJSON(model, v3), r.ListModel: openapi.SchemaJSON(ms[r.ListModel], v3)}
 			}
 		}
 		out = append(out, r)

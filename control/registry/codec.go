@@ -17,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -189,8 +190,10 @@ func decodeStored(r *Resource, data []byte) (runtime.Object, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
 		return nil, fmt.Errorf("registry: decode stored %s: %w", r.Kind, err)
 	}
-	if r.Read != nil {
-		r.Read(obj)
+	// A custom object keeps the version it was written in: the storage
+	// version may have changed since.
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetAPIVersion() != "" {
+		return obj, nil
 	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GVK())
 	return obj, nil

@@ -135,10 +135,16 @@ func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
 	}
-	if sr != r {
+	if obj.GetObjectKind().GroupVersionKind().GroupVersion() != r.GroupVersion() {
 		if obj, err = convert(r, obj, r); err != nil {
+			if _, ok := err.(apierrors.APIStatus); ok {
+				return nil, err
+			}
 			return nil, apierrors.NewInternalError(err)
 		}
+	}
+	if r.Read != nil {
+		r.Read(obj)
 	}
 	m, _ := meta.Accessor(obj)
 	m.SetResourceVersion(strconv.FormatInt(v.ModRevision, 10))
