@@ -31,7 +31,7 @@ func TestV2Model(t *testing.T) {
 		"n":{"type":"string","nullable":true},
 		"s":{"type":"string"},
 		"either":{"x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}]},
-		"list":{"type":"array","items":{"type":"object","nullable":true,"properties":{"x":{"type":"string"}}}}},`+gvk+`}`)
+		"list":{"type":"array","items":{"type":"object","nullable":true,"properties":{"x":{"type":"string"}}}}},` + gvk + `}`)
 	out := v2Model(in, false)
 	want := `{"type":"object","required":["s"],"properties":{` +
 		`"either":{"x-kubernetes-int-or-string":true},` +
