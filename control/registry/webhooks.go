@@ -45,6 +45,9 @@ type AdmissionRequest struct {
 
 // Webhooks are the admission webhooks of the cluster.
 type Webhooks interface {
+	// Any reports whether any webhook is in force: without, a write
+	// builds no request for them.
+	Any() bool
 	// Mutate calls the mutating webhooks the request matches, and
 	// returns the object as they leave it (req.Object if unchanged).
 	Mutate(ctx context.Context, req *AdmissionRequest) (runtime.Object, error)
@@ -55,10 +58,10 @@ type Webhooks interface {
 // SetWebhooks sets the admission webhooks every write calls from now on.
 func (s *Store) SetWebhooks(w Webhooks) { s.webhooks.Store(&w) }
 
-// Webhooks returns the admission webhooks (nil: none set), for the
-// requests that do not write (CONNECT).
+// Webhooks returns the admission webhooks, nil if none is in force; the
+// requests that do not write (CONNECT) call them themselves.
 func (s *Store) Webhooks() Webhooks {
-	if w := s.webhooks.Load(); w != nil {
+	if w := s.webhooks.Load(); w != nil && (*w).Any() {
 		return *w
 	}
 	return nil

@@ -183,6 +183,12 @@ func (d *Dispatcher) failed(ctx context.Context, h *hook, err error) error {
 	return apierrors.NewInternalError(err)
 }
 
+// Any reports whether any webhook is in force.
+func (d *Dispatcher) Any() bool {
+	set := d.hooks.Load()
+	return set != nil && len(set.mutating)+len(set.validating) > 0
+}
+
 // Mutate calls the mutating webhooks req matches, in order, each given
 // the object as the ones before left it; those with reinvocationPolicy
 // IfNeeded are called once more if a later one changed the object.
