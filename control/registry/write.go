@@ -404,12 +404,7 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		r.Approval(obj, old)
 		r.Strategy.PrepareForStatusUpdate(obj, old)
 	}
-	nm.SetName(om.GetName())
-	nm.SetNamespace(om.GetNamespace())
-	nm.SetUID(om.GetUID())
-	nm.SetCreationTimestamp(om.GetCreationTimestamp())
-	nm.SetResourceVersion(om.GetResourceVersion())
-	nm.SetGeneration(om.GetGeneration())
+	carryIdentity(nm, om)
 	if sub == subDelete || sub == subBinding {
 		return obj, nil // the server's own change: nothing else to carry over or check
 	}
@@ -419,10 +414,7 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		if err := s.admitUpdate(ctx, r, obj, old); err != nil {
 			return nil, err
 		}
-		r.Strategy.PrepareForUpdate(obj, old)
-		if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
-			nm.SetGeneration(om.GetGeneration() + 1)
-		}
+		prepareMainUpdate(r, obj, old, nm, om)
 	}
 	if !opts.applied {
 		track := sub
@@ -449,19 +441,11 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 			copySpec(obj, old)
 			r.Strategy.PrepareForStatusUpdate(obj, old)
 		}
-		nm.SetName(om.GetName())
-		nm.SetNamespace(om.GetNamespace())
-		nm.SetUID(om.GetUID())
-		nm.SetCreationTimestamp(om.GetCreationTimestamp())
-		nm.SetResourceVersion(om.GetResourceVersion())
-		nm.SetGeneration(om.GetGeneration())
+		carryIdentity(nm, om)
 		nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 		nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 		if sub == "" {
-			r.Strategy.PrepareForUpdate(obj, old)
-			if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
-				nm.SetGeneration(om.GetGeneration() + 1)
-			}
+			prepareMainUpdate(r, obj, old, nm, om)
 		}
 	}
 	var errs field.ErrorList
@@ -474,6 +458,26 @@ func (s *Store) prepareUpdate(ctx context.Context, r *Resource, sub string, obj,
 		return nil, invalid(r, nm.GetName(), errs)
 	}
 	return obj, nil
+}
+
+// carryIdentity sets in an update what a client may never change: the
+// object's name, namespace, uid, creation time, revision and generation.
+func carryIdentity(nm, om metav1.Object) {
+	nm.SetName(om.GetName())
+	nm.SetNamespace(om.GetNamespace())
+	nm.SetUID(om.GetUID())
+	nm.SetCreationTimestamp(om.GetCreationTimestamp())
+	nm.SetResourceVersion(om.GetResourceVersion())
+	nm.SetGeneration(om.GetGeneration())
+}
+
+// prepareMainUpdate applies the kind's update rules to a write of the
+// main resource and counts a changed spec in the generation.
+func prepareMainUpdate(r *Resource, obj, old runtime.Object, nm, om metav1.Object) {
+	r.Strategy.PrepareForUpdate(obj, old)
+	if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(obj), specOf(old)) {
+		nm.SetGeneration(om.GetGeneration() + 1)
+	}
 }
 
 // maxRetries bounds how often a write without a precondition is tried
