@@ -29,7 +29,7 @@ func (c *CustomResourceDefinition) Marshal() ([]byte, error) {
 
 // Unmarshal reads a CRD from protobuf.
 func (c *CustomResourceDefinition) Unmarshal(b []byte) error {
-	return unmarshalMessage(b, reflect.ValueOf(c).Elem())
+	return unmarshalMessage(b, reflect.ValueOf(c).Elem(), 0)
 }
 
 // Reset empties the list, for a decode into it.
@@ -42,7 +42,7 @@ func (l *CustomResourceDefinitionList) Marshal() ([]byte, error) {
 
 // Unmarshal reads a list from protobuf.
 func (l *CustomResourceDefinitionList) Unmarshal(b []byte) error {
-	return unmarshalMessage(b, reflect.ValueOf(l).Elem())
+	return unmarshalMessage(b, reflect.ValueOf(l).Elem(), 0)
 }
 
 // pbField is a struct field with a protobuf number.
@@ -231,9 +231,16 @@ func marshalDeps(b []byte, num protowire.Number, v reflect.Value) ([]byte, error
 	return b, nil
 }
 
-// unmarshalMessage reads the fields of struct v from b; unknown fields
-// are skipped.
-func unmarshalMessage(b []byte, v reflect.Value) error {
+// maxDepth bounds the nesting of a decoded message: a schema nested
+// deeper is refused rather than followed down the stack.
+const maxDepth = 128
+
+// unmarshalMessage reads the fields of struct v from b, nested depth
+// messages deep; unknown fields are skipped.
+func unmarshalMessage(b []byte, v reflect.Value, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("crd: protobuf of %s: nested more than %d messages deep", v.Type(), maxDepth)
+	}
 	fields := fieldsOf(v.Type())
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -258,9 +265,9 @@ func unmarshalMessage(b []byte, v reflect.Value) error {
 		f := fields[i]
 		var err error
 		if f.deps {
-			n, err = unmarshalDeps(b, typ, v.Field(f.index))
+			n, err = unmarshalDeps(b, typ, v.Field(f.index), depth)
 		} else {
-			n, err = unmarshalField(b, typ, v.Field(f.index))
+			n, err = unmarshalField(b, typ, v.Field(f.index), depth)
 		}
 		if err != nil {
 			return fmt.Errorf("crd: protobuf of %s.%s: %w", v.Type(), v.Type().Field(f.index).Name, err)
@@ -274,13 +281,13 @@ var errWireType = errors.New("wrong wire type")
 
 // unmarshalField reads one value of field v (a repeated field's or a
 // map's one element) and returns the bytes it took.
-func unmarshalField(b []byte, typ protowire.Type, v reflect.Value) (int, error) {
+func unmarshalField(b []byte, typ protowire.Type, v reflect.Value, depth int) (int, error) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		return unmarshalField(b, typ, v.Elem())
+		return unmarshalField(b, typ, v.Elem(), depth)
 	case reflect.String, reflect.Struct, reflect.Map:
 		if typ != protowire.BytesType {
 			return 0, errWireType
@@ -296,9 +303,9 @@ func unmarshalField(b []byte, typ protowire.Type, v reflect.Value) (int, error) 
 			if c, ok := foreign(v); ok {
 				return n, c.Unmarshal(body)
 			}
-			return n, unmarshalMessage(body, v)
+			return n, unmarshalMessage(body, v, depth+1)
 		default:
-			return n, unmarshalEntry(body, v)
+			return n, unmarshalEntry(body, v, depth+1)
 		}
 		return n, nil
 	case reflect.Bool, reflect.Int32, reflect.Int64:
@@ -338,7 +345,7 @@ func unmarshalField(b []byte, typ protowire.Type, v reflect.Value) (int, error) 
 			return n, nil
 		}
 		elem := reflect.New(v.Type().Elem()).Elem()
-		n, err := unmarshalField(b, typ, elem)
+		n, err := unmarshalField(b, typ, elem, depth)
 		if err != nil {
 			return 0, err
 		}
@@ -349,7 +356,7 @@ func unmarshalField(b []byte, typ protowire.Type, v reflect.Value) (int, error) 
 }
 
 // unmarshalEntry reads a map entry (key 1, value 2) into map m.
-func unmarshalEntry(body []byte, m reflect.Value) error {
+func unmarshalEntry(body []byte, m reflect.Value, depth int) error {
 	if m.IsNil() {
 		m.Set(reflect.MakeMap(m.Type()))
 	}
@@ -369,7 +376,7 @@ func unmarshalEntry(body []byte, m reflect.Value) error {
 			}
 			key, body = s, body[n:]
 		case 2:
-			n, err := unmarshalField(body, typ, val)
+			n, err := unmarshalField(body, typ, val, depth)
 			if err != nil {
 				return err
 			}
@@ -387,7 +394,7 @@ func unmarshalEntry(body []byte, m reflect.Value) error {
 }
 
 // unmarshalDeps reads a dependencies entry into the JSON map v.
-func unmarshalDeps(b []byte, typ protowire.Type, v reflect.Value) (int, error) {
+func unmarshalDeps(b []byte, typ protowire.Type, v reflect.Value, depth int) (int, error) {
 	if typ != protowire.BytesType {
 		return 0, errWireType
 	}
@@ -400,7 +407,7 @@ func unmarshalDeps(b []byte, typ protowire.Type, v reflect.Value) (int, error) {
 		Property []string         `pb:"2"`
 	}
 	ev := reflect.ValueOf(&entry).Elem()
-	if err := unmarshalEntry(body, ev); err != nil {
+	if err := unmarshalEntry(body, ev, depth+1); err != nil {
 		return 0, err
 	}
 	if v.IsNil() {

@@ -1,6 +1,7 @@
 package crd_test
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,8 +86,32 @@ status:
 	if err := l2.Unmarshal(b); err != nil || len(l2.Items) != 2 || l2.ResourceVersion != "7" || l2.Items[1].Spec.Versions[0].Name != "v1" {
 		t.Errorf("list round trip: %v %+v", err, l2.ListMeta)
 	}
+	// A schema nested past any real one is refused, not followed down the
+	// stack: not: {not: {not: ...}} (field 28 of JSONSchemaProps) inside
+	// spec.versions[0].schema.openAPIV3Schema.
+	deep := []byte{}
+	for range 1000 {
+		deep = append(append([]byte{0xe2, 0x01}, protoLen(len(deep))...), deep...)
+	}
+	schema := append(append([]byte{0x0a}, protoLen(len(deep))...), deep...)      // openAPIV3Schema
+	version := append(append([]byte{0x22}, protoLen(len(schema))...), schema...) // schema
+	spec := append(append([]byte{0x3a}, protoLen(len(version))...), version...)  // versions
+	msg := append(append([]byte{0x12}, protoLen(len(spec))...), spec...)         // spec
+	if err := out.Unmarshal(msg); err == nil || !strings.Contains(err.Error(), "nested more than") {
+		t.Errorf("a schema nested 1000 deep: %v", err)
+	}
 	// Garbage is an error, not a panic.
 	if err := out.Unmarshal([]byte{0x12, 0xff}); err == nil {
 		t.Error("a truncated message decoded")
 	}
+}
+
+// protoLen is a length as protobuf writes it (a varint).
+func protoLen(n int) []byte {
+	var b []byte
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(b, byte(n))
 }
