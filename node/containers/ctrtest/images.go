@@ -170,7 +170,7 @@ func tarOf(files map[string]File) ([]byte, error) {
 
 // busyboxApplets are the commands the tests' busybox image links.
 var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "ls", "id", "touch", "head", "tail", "tr",
-	"wc", "true", "false", "httpd", "nc", "env", "hostname", "mkdir", "rm", "kill", "date", "grep", "dd", "yes", "seq", "wget", "test", "sed"}
+	"wc", "true", "false", "httpd", "nc", "env", "hostname", "mkdir", "rm", "kill", "date", "grep", "dd", "yes", "seq", "wget", "test", "sed", "timeout"}
 
 // Busybox is an image of the machine's static busybox (Debian's
 // busybox-static) with sh, sleep, httpd and friends linked, plus /tmp.
