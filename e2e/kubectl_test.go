@@ -198,6 +198,19 @@ func TestKubectl(t *testing.T) {
 	t.Run("service-account token", func(t *testing.T) { serviceAccountToken(t, bin, c) })
 }
 
+// oldRC is a ReplicationController as old manifests write them: no
+// selector (the template's labels), no replicas field in the status.
+const oldRC = `apiVersion: v1
+kind: ReplicationController
+metadata: {name: old}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: old}}
+    spec:
+      containers: [{name: c, image: busybox, ports: [{containerPort: 8080}]}]
+`
+
 func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {
 	k := newKubectlBin(t, bin, c.members[0], kubectl)
 	if out, err := exec.Command(kubectl, "version", "--client").Output(); err == nil {
@@ -344,6 +357,32 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 			t.Fatalf("a write through the third server, read through the first: %q", got)
 		}
 		k.ok(t, "delete", "configmap", "from-three")
+	})
+
+	t.Run("ReplicationController and Endpoints, the old kinds", func(t *testing.T) {
+		if out, errOut, err := k.run(oldRC, "create", "-f", "-"); err != nil || !strings.Contains(out, "replicationcontroller/old created") {
+			t.Fatalf("create rc: %v %s%s", err, out, errOut)
+		}
+		waitFor(t, 20*time.Second, "kubectl get rc old: two current", func() bool {
+			return regexp.MustCompile(`(?m)^NAME +DESIRED +CURRENT +READY +AGE\nold +2 +2 +0 +\d+`).MatchString(k.ok(t, "get", "rc", "old"))
+		})
+		mustMatch(t, "scale rc", k.ok(t, "scale", "rc", "old", "--replicas=3"), `replicationcontroller/old scaled`)
+		waitFor(t, 20*time.Second, "three pods owned by the rc", func() bool {
+			return strings.Count(k.ok(t, "get", "pods", "-l", "app=old", "-o", `jsonpath={range .items[*]}{.metadata.ownerReferences[0].kind}{"\n"}{end}`), "ReplicationController\n") == 3
+		})
+		mustMatch(t, "describe rc", k.ok(t, "describe", "rc", "old"), `(?m)^Selector: +app=old$`, `(?m)^Replicas: +3 current / 3 desired$`)
+		mustMatch(t, "expose rc", k.ok(t, "expose", "rc", "old", "--port=80", "--target-port=8080"), `service/old exposed`)
+		waitFor(t, 20*time.Second, "the Service's Endpoints", func() bool {
+			out, _, err := k.run("", "get", "endpoints", "old", "-o", "jsonpath={.metadata.labels.endpoints\\.kubernetes\\.io/managed-by}")
+			return err == nil && out == "endpoint-controller"
+		})
+		mustMatch(t, "delete rc", k.ok(t, "delete", "rc", "old"), `replicationcontroller "old" deleted`)
+		waitFor(t, 30*time.Second, "the rc's pods deleted with it", func() bool { return k.ok(t, "get", "pods", "-l", "app=old", "-o", "name") == "" })
+		k.ok(t, "delete", "svc", "old")
+		waitFor(t, 20*time.Second, "the Endpoints deleted with the Service", func() bool {
+			_, _, err := k.run("", "get", "endpoints", "old")
+			return err != nil
+		})
 	})
 
 	t.Run("delete", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -329,6 +330,62 @@ func TestServiceTraffic(t *testing.T) {
 		}
 	})
 	t.Run("Ingress", func(t *testing.T) { testIngress(t, isl) })
+	t.Run("Endpoints: kept for a Service with a selector, mirrored for one without", func(t *testing.T) {
+		var ips []string
+		for name := range echoes {
+			ips = append(ips, isl.pod(t, name).Status.PodIP)
+		}
+		slices.Sort(ips)
+		waitFor(t, 30*time.Second, "kubectl get endpoints echo: the three replicas", func() bool {
+			got := strings.Fields(k.ok(t, "get", "endpoints", "echo", "-o", "jsonpath={.subsets[*].addresses[*].ip}"))
+			slices.Sort(got)
+			return slices.Equal(got, ips)
+		})
+		mustMatch(t, "kubectl get ep echo", k.ok(t, "get", "ep", "echo"), `(?m)^NAME +ENDPOINTS +AGE\necho +10\.42\.\d+\.\d+:8080,10\.42\.\d+\.\d+:8080,10\.42\.\d+\.\d+:8080 +\d+`)
+		var servers []string
+		for _, b := range []string{"pi1", "pi2", "pi3"} {
+			servers = append(servers, isl.boardAddr(b))
+		}
+		waitFor(t, 30*time.Second, "the kubernetes Service's Endpoints: the three servers", func() bool {
+			got := strings.Fields(k.ok(t, "get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[*].addresses[*].ip}"))
+			slices.Sort(got)
+			return slices.Equal(got, servers)
+		})
+		// A Service without a selector, its Endpoints written by hand: the
+		// address of one echo replica, reached through the Service.
+		var target, targetIP string
+		for name := range echoes {
+			target, targetIP = name, isl.pod(t, name).Status.PodIP
+			break
+		}
+		isl.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: by-hand}
+spec:
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: by-hand}
+subsets:
+- addresses: [{ip: %s}]
+  ports: [{name: http, port: 8080}]
+`, targetIP))
+		mirrored := regexp.MustCompile(`^endpointslicemirroring-controller\.k8s\.io ` + regexp.QuoteMeta(targetIP) + `\n$`)
+		waitFor(t, 30*time.Second, "the Endpoints by-hand mirrored into a slice", func() bool {
+			return mirrored.MatchString(k.ok(t, "get", "endpointslices", "-l", "kubernetes.io/service-name=by-hand", "-o",
+				`jsonpath={range .items[*]}{.metadata.labels.endpointslice\.kubernetes\.io/managed-by} {.endpoints[*].addresses[*]}{"\n"}{end}`))
+		})
+		waitFor(t, 30*time.Second, "the Service by-hand answering from "+target, func() bool {
+			a, err := echoGet(from, "http://"+clusterIP("by-hand")+"/by-hand", "")
+			return err == nil && a.Host == target && a.Path == "/by-hand"
+		})
+		k.ok(t, "delete", "svc", "by-hand")
+		waitFor(t, 30*time.Second, "the Endpoints and their slice gone with the Service", func() bool {
+			_, _, err := k.run("", "get", "endpoints", "by-hand")
+			return err != nil && k.ok(t, "get", "endpointslices", "-l", "kubernetes.io/service-name=by-hand", "-o", "name") == ""
+		})
+	})
 	t.Run("an unready replica leaves the rotation within one probe period", func(t *testing.T) {
 		var victim string
 		for name := range echoes {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,6 +88,9 @@ func (m *membership) syncAPIEndpoints(ctx context.Context, logged *[]string) {
 			return nil
 		})
 	}
+	if err == nil {
+		err = m.syncAPIEndpointsObject(ctx, addrs, port)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.Warn("cluster: the kubernetes Service's endpoints; trying again", "err", err)
@@ -97,6 +101,54 @@ func (m *membership) syncAPIEndpoints(ctx context.Context, logged *[]string) {
 		m.log.Info("cluster: the kubernetes Service's endpoints", "addresses", addrs, "port", port)
 		*logged = addrs
 	}
+}
+
+// syncAPIEndpointsObject keeps the core/v1 Endpoints of the kubernetes
+// Service beside its slice, as kube-apiserver does: labelled skip-mirror,
+// since the slice is written here too.
+func (m *membership) syncAPIEndpointsObject(ctx context.Context, addrs []string, port int32) error {
+	res, ok := m.store.Resources().Lookup(corev1.SchemeGroupVersion.WithResource("endpoints"))
+	if !ok {
+		return nil
+	}
+	want := apiEndpoints(addrs, port)
+	obj, err := m.store.Get(ctx, res, metav1.NamespaceDefault, apiSliceName, metav1.GetOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = m.store.Create(ctx, res, metav1.NamespaceDefault, want, registry.WriteOptions{})
+		return err
+	case err != nil:
+		return err
+	}
+	have := obj.(*corev1.Endpoints)
+	if have.Labels[discoveryv1.LabelSkipMirror] == "true" && equality.Semantic.DeepEqual(have.Subsets, want.Subsets) {
+		return nil
+	}
+	_, err = m.store.Mutate(ctx, res, metav1.NamespaceDefault, apiSliceName, "", func(o runtime.Object) error {
+		e := o.(*corev1.Endpoints)
+		if e.Labels == nil {
+			e.Labels = map[string]string{}
+		}
+		e.Labels[discoveryv1.LabelSkipMirror] = "true"
+		e.Subsets = want.Subsets
+		return nil
+	})
+	return err
+}
+
+// apiEndpoints is the kubernetes Service's Endpoints for addrs at port.
+func apiEndpoints(addrs []string, port int32) *corev1.Endpoints {
+	e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: apiSliceName, Namespace: metav1.NamespaceDefault,
+		Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}}}
+	if len(addrs) == 0 {
+		return e
+	}
+	ss := corev1.EndpointSubset{Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}}
+	for _, a := range addrs {
+		ss.Addresses = append(ss.Addresses, corev1.EndpointAddress{IP: a})
+	}
+	e.Subsets = []corev1.EndpointSubset{ss}
+	return e
 }
 
 // apiSlice is the kubernetes Service's EndpointSlice for addrs at port.

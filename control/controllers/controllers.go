@@ -15,6 +15,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/csrsigning"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
+	"github.com/isle-cluster/isle/control/controllers/endpoints"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
 	"github.com/isle-cluster/isle/control/controllers/gc"
 	"github.com/isle-cluster/isle/control/controllers/hpa"
@@ -26,6 +27,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/controllers/sasecrets"
+	"github.com/isle-cluster/isle/control/controllers/statefulset"
 	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/crd"
 	"github.com/isle-cluster/isle/control/events"
@@ -104,7 +106,10 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		gc.New(store, log.With("controller", "garbagecollector")),
 		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
+		statefulset.New(store, log.With("controller", "statefulset"), ev.Recorder("statefulset-controller")),
+		replicaset.NewReplicationControllers(store, log.With("controller", "replicationcontroller"), ev.Recorder("replication-controller")),
 		endpointslice.New(store, log.With("controller", "endpointslice")),
+		endpoints.New(store, log.With("controller", "endpoints")),
 		ingressstatus.New(store, log.With("controller", "ingress-status")),
 		daemonset.New(store, log.With("controller", "daemonset"), ev.Recorder("daemonset-controller")),
 		job.New(store, log.With("controller", "job"), ev.Recorder("job-controller")),

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -194,6 +195,8 @@ func (b *Builder) fields(s *spec.Schema, model string, t reflect.Type, docs map[
 	}
 }
 
+var rawExtension = reflect.TypeFor[runtime.RawExtension]()
+
 // schemaOf returns the schema of a field or element of type t.
 func (b *Builder) schemaOf(t reflect.Type) *spec.Schema {
 	for t.Kind() == reflect.Pointer {
@@ -202,6 +205,14 @@ func (b *Builder) schemaOf(t reflect.Type) *spec.Schema {
 	zero := reflect.New(t).Elem().Interface()
 	if _, ok := zero.(schemaTyper); ok {
 		return spec.RefSchema("#/definitions/" + b.ref(t))
+	}
+	if t == rawExtension {
+		// Embedded JSON (a ControllerRevision's data): any value, applied
+		// whole, as kube-apiserver's apply schema has it.
+		s := &spec.Schema{}
+		s.AddExtension(extMapType, "atomic")
+		s.AddExtension(extListType, "atomic")
+		return s
 	}
 	switch t.Kind() {
 	case reflect.Struct:

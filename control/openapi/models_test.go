@@ -117,7 +117,9 @@ func compareAtoms(ours, theirs *smdschema.Schema, path string, a, u smdschema.At
 			}
 			compareRefs(ours, theirs, path+"."+f.Name, f.Type, uf.Type, diffs)
 		}
-		if len(a.Map.Fields) == 0 {
+		// The elements of an atomic map play no part in apply: it is
+		// replaced whole.
+		if len(a.Map.Fields) == 0 && rel(a.Map.ElementRelationship) != smdschema.Atomic {
 			compareRefs(ours, theirs, path+"{}", a.Map.ElementType, u.Map.ElementType, diffs)
 		}
 	}

@@ -49,6 +49,7 @@ var listTypes = map[string]listType{
 	"io.k8s.api.core.v1.ResourceRequirements.claims":                        {list: "map", keys: []string{"name"}},
 	"io.k8s.api.core.v1.ResourceStatus.resources":                           {list: "map", keys: []string{"resourceID"}},
 	"io.k8s.api.core.v1.ServiceSpec.ports":                                  {list: "map", keys: []string{"port", "protocol"}},
+	"io.k8s.api.core.v1.ReplicationControllerSpec.selector":                 {mapType: "atomic"},
 	"io.k8s.api.core.v1.ServiceSpec.selector":                               {mapType: "atomic"},
 	"io.k8s.api.core.v1.VolumeHealthStatus.healthConditions":                {list: "map", keys: []string{"status", "reason"}},
 	"io.k8s.api.core.v1.VolumeMount.bindMountOptions":                       {list: "set"},
@@ -60,6 +61,8 @@ var listTypes = map[string]listType{
 var structTypes = map[string]string{
 	"io.k8s.api.autoscaling.v1.CrossVersionObjectReference": "atomic",
 	"io.k8s.api.core.v1.ConfigMapKeySelector":               "atomic",
+	"io.k8s.api.core.v1.EndpointAddress":                    "atomic",
+	"io.k8s.api.core.v1.EndpointPort":                       "atomic",
 	"io.k8s.api.core.v1.EvictionResponder":                  "atomic",
 	"io.k8s.api.core.v1.FileKeySelector":                    "atomic",
 	"io.k8s.api.core.v1.LocalObjectReference":               "atomic",

@@ -170,6 +170,17 @@ var deploymentColumns = []metav1.TableColumnDefinition{
 	wide("Selector", typeString, appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]),
 }
 
+var replicationControllerColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Desired", typeInteger, corev1.ReplicationControllerSpec{}.SwaggerDoc()["replicas"]),
+	column("Current", typeInteger, corev1.ReplicationControllerStatus{}.SwaggerDoc()["replicas"]),
+	column("Ready", typeInteger, corev1.ReplicationControllerStatus{}.SwaggerDoc()["readyReplicas"]),
+	ageColumn(),
+	wide("Containers", typeString, containersDescription),
+	wide("Images", typeString, imagesDescription),
+	wide("Selector", typeString, corev1.ReplicationControllerSpec{}.SwaggerDoc()["selector"]),
+}
+
 var replicaSetColumns = []metav1.TableColumnDefinition{
 	nameColumn(),
 	column("Desired", typeInteger, appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
@@ -179,6 +190,21 @@ var replicaSetColumns = []metav1.TableColumnDefinition{
 	wide("Containers", typeString, containersDescription),
 	wide("Images", typeString, imagesDescription),
 	wide("Selector", typeString, appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"]),
+}
+
+var statefulSetColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Ready", typeString, "Number of the pod with ready state"),
+	ageColumn(),
+	wide("Containers", typeString, containersDescription),
+	wide("Images", typeString, imagesDescription),
+}
+
+var controllerRevisionColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Controller", typeString, "Controller of the object"),
+	column("Revision", typeInteger, appsv1.ControllerRevision{}.SwaggerDoc()["revision"]),
+	ageColumn(),
 }
 
 var daemonSetColumns = []metav1.TableColumnDefinition{

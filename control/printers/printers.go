@@ -78,7 +78,10 @@ var (
 	PersistentVolumeClaims   = &Printer{columns: persistentVolumeClaimColumns, rows: typed(cells(printPersistentVolumeClaim), func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })}
 	Endpoints                = &Printer{columns: endpointsColumns, rows: typed(cells(printEndpoints), func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })}
 	Deployments              = &Printer{columns: deploymentColumns, rows: typed(cells(printDeployment), func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items })}
+	ReplicationControllers   = &Printer{columns: replicationControllerColumns, rows: typed(cells(printReplicationController), func(l *corev1.ReplicationControllerList) []corev1.ReplicationController { return l.Items })}
 	ReplicaSets              = &Printer{columns: replicaSetColumns, rows: typed(cells(printReplicaSet), func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items })}
+	StatefulSets             = &Printer{columns: statefulSetColumns, rows: typed(cells(printStatefulSet), func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items })}
+	ControllerRevisions      = &Printer{columns: controllerRevisionColumns, rows: typed(cells(printControllerRevision), func(l *appsv1.ControllerRevisionList) []appsv1.ControllerRevision { return l.Items })}
 	DaemonSets               = &Printer{columns: daemonSetColumns, rows: typed(cells(printDaemonSet), func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items })}
 	Jobs                     = &Printer{columns: jobColumns, rows: typed(cells(printJob), func(l *batchv1.JobList) []batchv1.Job { return l.Items })}
 	EndpointSlices           = &Printer{columns: endpointSliceColumns, rows: typed(cells(printEndpointSlice), func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })}

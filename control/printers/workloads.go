@@ -2,6 +2,7 @@ package printers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -42,6 +44,42 @@ func printDeployment(d *appsv1.Deployment, now time.Time) []interface{} {
 		images,
 		selector,
 	}
+}
+
+func printReplicationController(rc *corev1.ReplicationController, now time.Time) []interface{} {
+	var containers []corev1.Container
+	if rc.Spec.Template != nil {
+		containers = rc.Spec.Template.Spec.Containers
+	}
+	names, images := containerCells(containers)
+	return []interface{}{
+		rc.Name,
+		replicas(rc.Spec.Replicas),
+		int64(rc.Status.Replicas),
+		int64(rc.Status.ReadyReplicas),
+		since(rc.CreationTimestamp, now),
+		names,
+		images,
+		labels.FormatLabels(rc.Spec.Selector),
+	}
+}
+
+func printStatefulSet(s *appsv1.StatefulSet, now time.Time) []interface{} {
+	names, images := containerCells(s.Spec.Template.Spec.Containers)
+	return []interface{}{s.Name, fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, replicas(s.Spec.Replicas)), since(s.CreationTimestamp, now), names, images}
+}
+
+// printControllerRevision names the revision's controller as
+// "kind.group/name" (statefulset.apps/web), as kubectl's printer does.
+func printControllerRevision(r *appsv1.ControllerRevision, now time.Time) []interface{} {
+	controller := none
+	if ref := metav1.GetControllerOf(r); ref != nil {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil {
+			controller = strings.ToLower(gv.WithKind(ref.Kind).GroupKind().String()) + "/" + ref.Name
+		}
+	}
+	return []interface{}{r.Name, controller, r.Revision, since(r.CreationTimestamp, now)}
 }
 
 func printReplicaSet(rs *appsv1.ReplicaSet, now time.Time) []interface{} {

@@ -42,6 +42,11 @@ func Table() []*Resource {
 			short("cm"),
 		kind(core, "secrets", "Secret", true, &corev1.Secret{}, &corev1.SecretList{}, strategy.Secret, printers.Secrets).
 			fields(strategy.SecretFields),
+		kind(core, "endpoints", "Endpoints", true, &corev1.Endpoints{}, &corev1.EndpointsList{}, strategy.Endpoints, printers.Endpoints).
+			short("ep"),
+		kind(core, "replicationcontrollers", "ReplicationController", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{},
+			strategy.ReplicationController, printers.ReplicationControllers).
+			short("rc").inAll().status().scale(strategy.ReplicationControllerReplicas, strategy.SetReplicationControllerReplicas),
 		kind(core, "podtemplates", "PodTemplate", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}, strategy.PodTemplate, printers.PodTemplates),
 		kind(core, "serviceaccounts", "ServiceAccount", true, &corev1.ServiceAccount{}, &corev1.ServiceAccountList{}, strategy.ServiceAccount, printers.ServiceAccounts).
 			short("sa").extra("token"),
@@ -57,6 +62,10 @@ func Table() []*Resource {
 			short("rs").inAll().status().scale(strategy.ReplicaSetReplicas, strategy.SetReplicaSetReplicas).fields(strategy.ReplicaSetFields),
 		kind(apps, "daemonsets", "DaemonSet", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}, strategy.DaemonSet, printers.DaemonSets).
 			short("ds").inAll().status(),
+		kind(apps, "statefulsets", "StatefulSet", true, &appsv1.StatefulSet{}, &appsv1.StatefulSetList{}, strategy.StatefulSet, printers.StatefulSets).
+			short("sts").inAll().status().scale(strategy.StatefulSetReplicas, strategy.SetStatefulSetReplicas),
+		kind(apps, "controllerrevisions", "ControllerRevision", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
+			strategy.ControllerRevision, printers.ControllerRevisions),
 		kind(batch, "jobs", "Job", true, &batchv1.Job{}, &batchv1.JobList{}, strategy.Job, printers.Jobs).
 			inAll().status().fields(strategy.JobFields),
 		kind(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, &discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{}, strategy.EndpointSlice, printers.EndpointSlices),

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	appsv1beta2 "k8s.io/api/apps/v1beta2"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -373,11 +374,11 @@ func TestDefaultJobSelectorOnCreate(t *testing.T) {
 
 // TestDefaultUnknownType: objects of other types are left alone.
 func TestDefaultUnknownType(t *testing.T) {
-	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{
-		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "a"}}}}}}
-	Default(rc)
-	if rc.Spec.Template.Spec.RestartPolicy != "" {
-		t.Fatalf("ReplicationController was defaulted: %+v", rc.Spec.Template.Spec)
+	rs := &appsv1beta2.ReplicaSet{Spec: appsv1beta2.ReplicaSetSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "a"}}}}}}
+	Default(rs)
+	if rs.Spec.Template.Spec.RestartPolicy != "" {
+		t.Fatalf("an apps/v1beta2 ReplicaSet was defaulted: %+v", rs.Spec.Template.Spec)
 	}
 	Default(nil)
 	Default((*corev1.Pod)(nil))

@@ -13,7 +13,7 @@ import (
 )
 
 func TestUnknownType(t *testing.T) {
-	rc := &corev1.ReplicationController{}
+	rc := &corev1.Binding{}
 	for name, errs := range map[string]field.ErrorList{
 		"create": ValidateCreate(rc),
 		"update": ValidateUpdate(rc, rc),

@@ -474,13 +474,16 @@ func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointAddress(a *corev1.EndpointAddress, fldPath *field.Path) field.ErrorList {
 	errs := validation.IsValidIP(fldPath.Child("ip"), a.IP)
+	if len(errs) == 0 {
+		errs = validateNonSpecialIP(a.IP, fldPath.Child("ip"))
+	}
 	if a.Hostname != "" {
 		errs = append(errs, validateDNS1123Label(a.Hostname, fldPath.Child("hostname"))...)
 	}
 	if a.NodeName != nil {
 		errs = append(errs, validateName(*a.NodeName, nameIsDNSSubdomain, fldPath.Child("nodeName"))...)
 	}
-	return append(errs, validateNonSpecialIP(a.IP, fldPath.Child("ip"))...)
+	return errs
 }
 
 func validateEndpointsUpdate(e, old *corev1.Endpoints) field.ErrorList {

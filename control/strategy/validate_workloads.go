@@ -184,16 +184,23 @@ func validateReplicaSetUpdate(rs, old *appsv1.ReplicaSet) field.ErrorList {
 }
 
 func validateReplicaSetStatus(rs, old *appsv1.ReplicaSet) field.ErrorList {
-	s, p := rs.Status, field.NewPath("status")
+	s := rs.Status
 	errs := validateMetaUpdate(&rs.ObjectMeta, &old.ObjectMeta)
-	errs = append(errs, nonnegativeCounts(p, map[string]int32{"replicas": s.Replicas, "fullyLabeledReplicas": s.FullyLabeledReplicas,
-		"readyReplicas": s.ReadyReplicas, "availableReplicas": s.AvailableReplicas},
-		"replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")...)
-	errs = append(errs, validateNonnegative(s.ObservedGeneration, p.Child("observedGeneration"))...)
-	errs = append(errs, notAboveReplicas(p, s.Replicas, map[string]int32{"fullyLabeledReplicas": s.FullyLabeledReplicas,
-		"readyReplicas": s.ReadyReplicas, "availableReplicas": s.AvailableReplicas}, "fullyLabeledReplicas", "readyReplicas", "availableReplicas")...)
-	if s.AvailableReplicas > s.ReadyReplicas {
-		errs = append(errs, field.Invalid(p.Child("availableReplicas"), s.AvailableReplicas, "cannot be greater than readyReplicas"))
+	return append(errs, validateReplicaCounts(s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.ObservedGeneration)...)
+}
+
+// validateReplicaCounts checks the status counts of a ReplicaSet or a
+// ReplicationController.
+func validateReplicaCounts(replicas, fullyLabeled, ready, available int32, observedGeneration int64) field.ErrorList {
+	p := field.NewPath("status")
+	errs := nonnegativeCounts(p, map[string]int32{"replicas": replicas, "fullyLabeledReplicas": fullyLabeled,
+		"readyReplicas": ready, "availableReplicas": available},
+		"replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+	errs = append(errs, validateNonnegative(observedGeneration, p.Child("observedGeneration"))...)
+	errs = append(errs, notAboveReplicas(p, replicas, map[string]int32{"fullyLabeledReplicas": fullyLabeled,
+		"readyReplicas": ready, "availableReplicas": available}, "fullyLabeledReplicas", "readyReplicas", "availableReplicas")...)
+	if available > ready {
+		errs = append(errs, field.Invalid(p.Child("availableReplicas"), available, "cannot be greater than readyReplicas"))
 	}
 	return errs
 }

@@ -383,7 +383,7 @@ func (r *hpaRun) getScale(ctx context.Context, hpa *autoscalingv2.HorizontalPodA
 	case target == nil:
 		return nil, nil, &meta.NoKindMatchError{GroupKind: gk}
 	case target.Scale == nil:
-		return nil, nil, fmt.Errorf("%s have no scale subresource: the HPA scales Deployments and ReplicaSets", target)
+		return nil, nil, fmt.Errorf("%s have no scale subresource: the HPA scales Deployments, ReplicaSets, StatefulSets and ReplicationControllers", target)
 	}
 	scale, err := r.store.GetScale(ctx, target, hpa.Namespace, ref.Name)
 	return target, scale, err

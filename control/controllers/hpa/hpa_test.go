@@ -292,11 +292,11 @@ func TestHPAConditions(t *testing.T) {
 		{target(cpuHPA("missing-target", 1, 5, 50, nil), "apps/v1", "Deployment", "nope"), autoscalingv2.AbleToScale,
 			`False FailedGetScale: the HPA controller was unable to get the target's current scale: deployments.apps "nope" not found`,
 			"FailedGetScale", `deployments.apps "nope" not found`},
-		{target(cpuHPA("unknown-kind", 1, 5, 50, nil), "apps/v1", "StatefulSet", "db"), autoscalingv2.AbleToScale,
-			`False FailedGetScale: the HPA controller was unable to get the target's current scale: no matches for kind "StatefulSet" in group "apps"`,
-			"FailedGetScale", `no matches for kind "StatefulSet" in group "apps"`},
+		{target(cpuHPA("unknown-kind", 1, 5, 50, nil), "apps/v1", "Gadget", "db"), autoscalingv2.AbleToScale,
+			`False FailedGetScale: the HPA controller was unable to get the target's current scale: no matches for kind "Gadget" in group "apps"`,
+			"FailedGetScale", `no matches for kind "Gadget" in group "apps"`},
 		{target(cpuHPA("no-scale", 1, 5, 50, nil), "apps/v1", "DaemonSet", "agent"), autoscalingv2.AbleToScale,
-			`False FailedGetScale: the HPA controller was unable to get the target's current scale: daemonsets.apps have no scale subresource: the HPA scales Deployments and ReplicaSets`,
+			`False FailedGetScale: the HPA controller was unable to get the target's current scale: daemonsets.apps have no scale subresource: the HPA scales Deployments, ReplicaSets, StatefulSets and ReplicationControllers`,
 			"", ""},
 		{func() *autoscalingv2.HorizontalPodAutoscaler {
 			h := cpuHPA("pods-metric", 1, 5, 50, nil)

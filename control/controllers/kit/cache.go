@@ -63,17 +63,31 @@ func (c *Cache[T]) reset() {
 // object as c held it before (the zero T if none) and as it is now (as
 // deleted, for a DELETED event).
 func (c *Cache[T]) Watch(res *registry.Resource, opened func(), handle func(typ watch.EventType, old, obj T)) Watch {
-	return WatchOf(res, func() {
+	return c.WatchAs(res, func(obj runtime.Object) (T, bool) {
+		t, ok := obj.(T)
+		return t, ok
+	}, opened, handle)
+}
+
+// WatchAs is Watch for a resource whose objects c holds as Ts made by
+// view (a ReplicationController seen as a ReplicaSet); events whose
+// object view refuses are dropped.
+func (c *Cache[T]) WatchAs(res *registry.Resource, view func(runtime.Object) (T, bool), opened func(), handle func(typ watch.EventType, old, obj T)) Watch {
+	return Watch{Res: res, Opened: func() {
 		c.reset()
 		if opened != nil {
 			opened()
 		}
-	}, func(typ watch.EventType, obj T) {
-		old := c.apply(typ, obj)
-		if handle != nil {
-			handle(typ, old, obj)
+	}, Handle: func(ev registry.WatchEvent) {
+		obj, ok := view(ev.Object)
+		if !ok {
+			return
 		}
-	})
+		old := c.apply(ev.Type, obj)
+		if handle != nil {
+			handle(ev.Type, old, obj)
+		}
+	}}
 }
 
 // NewMetaCache returns an empty cache of objects' metadata, kept by a

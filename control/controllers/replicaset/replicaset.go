@@ -1,4 +1,5 @@
-// Package replicaset is the ReplicaSet controller.
+// Package replicaset is the ReplicaSet controller, which is also the
+// ReplicationController controller (as upstream's, which converts).
 package replicaset
 
 import (
@@ -44,10 +45,13 @@ import (
 //
 // It watches ReplicaSets and pods and reconciles ReplicaSets from a work
 // queue (one worker per key at a time), every ReplicaSet again every
-// rsResync.
+// rsResync. The controller of ReplicationControllers
+// (NewReplicationControllers) is the same on a ReplicaSet view of each
+// (setKind).
 type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
+	kind  *setKind
 	// events records SuccessfulCreate, FailedCreate, SuccessfulDelete and
 	// FailedDelete Events about the ReplicaSets.
 	events *events.Recorder
@@ -58,11 +62,81 @@ type Controller struct {
 
 // New returns the ReplicaSet controller, recording its Events with rec.
 func New(store *registry.Store, log *slog.Logger, rec *events.Recorder) *Controller {
-	return &Controller{store: store, log: log, events: rec}
+	return &Controller{store: store, log: log, events: rec, kind: replicaSets}
+}
+
+// NewReplicationControllers returns the ReplicationController controller,
+// recording its Events with rec.
+func NewReplicationControllers(store *registry.Store, log *slog.Logger, rec *events.Recorder) *Controller {
+	return &Controller{store: store, log: log, events: rec, kind: replicationControllers}
 }
 
 // Name is the controller's name in the table.
-func (c *Controller) Name() string { return "replicaset" }
+func (c *Controller) Name() string { return c.kind.name }
+
+// setKind is a kind of replicated pods this controller keeps: its objects
+// seen as ReplicaSets.
+type setKind struct {
+	name string // "replicaset"
+	gvk  schema.GroupVersionKind
+	gvr  schema.GroupVersionResource
+	// view is an object of the kind as a ReplicaSet with its metadata;
+	// nil for an object of another type.
+	view func(runtime.Object) *appsv1.ReplicaSet
+	// setStatus sets an object's status from a ReplicaSet status.
+	setStatus func(runtime.Object, appsv1.ReplicaSetStatus)
+}
+
+var replicaSets = &setKind{name: "replicaset", gvk: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+	gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"),
+	view: func(obj runtime.Object) *appsv1.ReplicaSet {
+		rs, _ := obj.(*appsv1.ReplicaSet)
+		return rs
+	},
+	setStatus: func(obj runtime.Object, st appsv1.ReplicaSetStatus) { obj.(*appsv1.ReplicaSet).Status = st }}
+
+var replicationControllers = &setKind{name: "replicationcontroller", gvk: corev1.SchemeGroupVersion.WithKind("ReplicationController"),
+	gvr: corev1.SchemeGroupVersion.WithResource("replicationcontrollers"),
+	view: func(obj runtime.Object) *appsv1.ReplicaSet {
+		rc, ok := obj.(*corev1.ReplicationController)
+		if !ok {
+			return nil
+		}
+		rs := &appsv1.ReplicaSet{ObjectMeta: rc.ObjectMeta, Spec: appsv1.ReplicaSetSpec{Replicas: rc.Spec.Replicas,
+			MinReadySeconds: rc.Spec.MinReadySeconds, Selector: &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}},
+			Status: appsv1.ReplicaSetStatus{Replicas: rc.Status.Replicas, FullyLabeledReplicas: rc.Status.FullyLabeledReplicas,
+				ReadyReplicas: rc.Status.ReadyReplicas, AvailableReplicas: rc.Status.AvailableReplicas, ObservedGeneration: rc.Status.ObservedGeneration}}
+		if rc.Spec.Template != nil {
+			rs.Spec.Template = *rc.Spec.Template
+		}
+		for _, c := range rc.Status.Conditions {
+			rs.Status.Conditions = append(rs.Status.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetConditionType(c.Type),
+				Status: c.Status, LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message})
+		}
+		return rs
+	},
+	setStatus: func(obj runtime.Object, st appsv1.ReplicaSetStatus) {
+		rc := obj.(*corev1.ReplicationController)
+		rc.Status = corev1.ReplicationControllerStatus{Replicas: st.Replicas, FullyLabeledReplicas: st.FullyLabeledReplicas,
+			ReadyReplicas: st.ReadyReplicas, AvailableReplicas: st.AvailableReplicas, ObservedGeneration: st.ObservedGeneration}
+		for _, c := range st.Conditions {
+			rc.Status.Conditions = append(rc.Status.Conditions, corev1.ReplicationControllerCondition{Type: corev1.ReplicationControllerConditionType(c.Type),
+				Status: c.Status, LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message})
+		}
+	}}
+
+// controllerUID is the UID of the object of this kind controlling a pod,
+// if any.
+func (k *setKind) controllerUID(pod metav1.Object) types.UID {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != k.gvk.Kind {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != k.gvk.Group {
+		return ""
+	}
+	return ref.UID
+}
 
 const (
 	// rsResync is how often every ReplicaSet is reconciled again.
@@ -77,8 +151,6 @@ const (
 	rsRetryMax  = time.Minute
 )
 
-var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-
 // rsRun is the state of one Run (one term of leadership).
 type rsRun struct {
 	*Controller
@@ -91,7 +163,7 @@ type rsRun struct {
 // Run reconciles until ctx ends (when this member stops leading).
 func (c *Controller) Run(ctx context.Context) {
 	r := &rsRun{Controller: c, now: c.now,
-		rsRes: kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("replicasets")),
+		rsRes: kit.MustLookup(c.store, c.kind.gvr),
 		pods:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		queue: kit.NewQueue(rsRetryBase, rsRetryMax)}
 	if r.now == nil {
@@ -119,9 +191,13 @@ func (r *rsRun) watch(ctx context.Context) {
 			r.queue.Add(key)
 		}
 	}
-	loop := kit.Loop{Store: r.store, Log: r.log, Name: "replicaset controller", Resync: queueAll, ResyncEvery: rsResync}
+	view := func(obj runtime.Object) (*appsv1.ReplicaSet, bool) {
+		rs := r.kind.view(obj)
+		return rs, rs != nil
+	}
+	loop := kit.Loop{Store: r.store, Log: r.log, Name: r.kind.name + " controller", Resync: queueAll, ResyncEvery: rsResync}
 	loop.Run(ctx,
-		sets.Watch(r.rsRes, nil, func(typ watch.EventType, _, rs *appsv1.ReplicaSet) {
+		sets.WatchAs(r.rsRes, view, nil, func(typ watch.EventType, _, rs *appsv1.ReplicaSet) {
 			if typ != watch.Deleted {
 				r.queue.Add(kit.Key(rs))
 			}
@@ -131,9 +207,9 @@ func (r *rsRun) watch(ctx context.Context) {
 		kit.WatchMeta(pods, r.pods, queueAll, func(typ watch.EventType, old, pod *metav1.PartialObjectMetadata) {
 			// A ReplicaSet that controlled the pod before this change hears
 			// of it (its pod was taken, or released by someone else).
-			cur := rsControllerUID(pod)
+			cur := r.kind.controllerUID(pod)
 			if old != nil {
-				if prev := rsControllerUID(old); prev != "" && prev != cur {
+				if prev := r.kind.controllerUID(old); prev != "" && prev != cur {
 					queueUID(prev)
 				}
 			}
@@ -152,22 +228,10 @@ func (r *rsRun) watch(ctx context.Context) {
 		}))
 }
 
-// rsControllerUID is the UID of the ReplicaSet controlling a pod, if any.
-func rsControllerUID(pod metav1.Object) types.UID {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != rsKind.Kind {
-		return ""
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != rsKind.Group {
-		return ""
-	}
-	return ref.UID
-}
-
 // work reconciles one queued ReplicaSet.
 func (r *rsRun) work(ctx context.Context, key string) {
 	if err := r.sync(ctx, key); err != nil && ctx.Err() == nil {
-		r.log.Warn("replicaset controller: reconcile failed; will retry", "replicaset", key, "err", err)
+		r.log.Warn(r.kind.name+" controller: reconcile failed; will retry", r.kind.name, key, "err", err)
 		r.queue.Retry(key)
 	} else {
 		r.queue.Forget(key)
@@ -184,13 +248,13 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	rs := obj.(*appsv1.ReplicaSet)
+	rs := r.kind.view(obj)
 	if rs.DeletionTimestamp != nil {
 		return nil // the garbage collector deals with its pods
 	}
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
-		r.log.Warn("replicaset controller: invalid selector", "replicaset", key, "err", err)
+		r.log.Warn(r.kind.name+" controller: invalid selector", r.kind.name, key, "err", err)
 		return nil
 	}
 	// The local copy is fresh enough: this member's own writes are applied
@@ -208,18 +272,18 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 			continue
 		}
 		if pod.DeletionTimestamp != nil {
-			if rsControllerUID(pod) == rs.UID && selector.Matches(labels.Set(pod.Labels)) {
+			if r.kind.controllerUID(pod) == rs.UID && selector.Matches(labels.Set(pod.Labels)) {
 				terminating++
 			}
 			continue
 		}
 		active = append(active, pod)
 	}
-	owned, err := kit.ClaimPods(ctx, r.store, r.pods, rs, rsKind, selector, active, "")
+	owned, err := kit.ClaimPods(ctx, r.store, r.pods, rs, r.kind.gvk, selector, active, "")
 	if err != nil {
 		return err
 	}
-	manageErr := r.manage(ctx, rs, owned)
+	manageErr := r.manage(ctx, obj, rs, owned)
 	status, recheck := r.status(rs, owned, terminating, manageErr)
 	if err := r.writeStatus(ctx, rs, status); err != nil {
 		return err
@@ -233,15 +297,16 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 // errRSSkip aborts a status write for a ReplicaSet replaced meanwhile.
 var errRSSkip = errors.New("replicaset controller: pod changed; skipped")
 
-// manage creates or deletes pods to bring rs to its replica count.
-func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*corev1.Pod) error {
+// manage creates or deletes pods to bring rs (the view of obj) to its
+// replica count.
+func (r *rsRun) manage(ctx context.Context, obj runtime.Object, rs *appsv1.ReplicaSet, owned []*corev1.Pod) error {
 	diff := len(owned) - rsWant(rs)
 	switch {
 	case diff < 0:
 		n := min(-diff, rsBurst)
-		created, err := kit.SlowStart(n, func() error { return r.createPod(ctx, rs) })
+		created, err := kit.SlowStart(n, func() error { return r.createPod(ctx, obj, rs) })
 		if created > 0 {
-			r.log.Info("replicaset controller: created pods", "replicaset", rs.Namespace+"/"+rs.Name, "count", created)
+			r.log.Info(r.kind.name+" controller: created pods", r.kind.name, rs.Namespace+"/"+rs.Name, "count", created)
 		}
 		return err
 	case diff > 0:
@@ -252,7 +317,7 @@ func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*core
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = r.deletePod(ctx, rs, pod)
+				errs[i] = r.deletePod(ctx, obj, pod)
 			}()
 		}
 		wg.Wait()
@@ -263,7 +328,7 @@ func (r *rsRun) manage(ctx context.Context, rs *appsv1.ReplicaSet, owned []*core
 			}
 		}
 		if deleted > 0 {
-			r.log.Info("replicaset controller: deleted pods", "replicaset", rs.Namespace+"/"+rs.Name, "count", deleted)
+			r.log.Info(r.kind.name+" controller: deleted pods", r.kind.name, rs.Namespace+"/"+rs.Name, "count", deleted)
 		}
 		for _, err := range errs {
 			if err != nil {
@@ -282,8 +347,8 @@ func rsWant(rs *appsv1.ReplicaSet) int {
 	return int(*rs.Spec.Replicas)
 }
 
-// createPod creates one pod from rs's template.
-func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
+// createPod creates one pod from the template of rs, the view of obj.
+func (r *rsRun) createPod(ctx context.Context, obj runtime.Object, rs *appsv1.ReplicaSet) error {
 	t := &rs.Spec.Template
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -292,7 +357,7 @@ func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 			Labels:          maps.Clone(t.Labels),
 			Annotations:     maps.Clone(t.Annotations),
 			Finalizers:      slices.Clone(t.Finalizers),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, rsKind)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, r.kind.gvk)},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
@@ -302,26 +367,27 @@ func (r *rsRun) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	out, err := r.store.Create(ctx, r.pods, rs.Namespace, pod, registry.WriteOptions{})
 	switch {
 	case err == nil:
-		r.events.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.(*corev1.Pod).Name)
+		r.events.Eventf(obj, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", out.(*corev1.Pod).Name)
 	case kit.NamespaceTerminating(err):
 		return nil // the namespace controller is deleting the ReplicaSet too
 	default:
-		r.events.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		r.events.Eventf(obj, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 	}
 	return err
 }
 
-// deletePod deletes a surplus pod; one already gone is not an error.
-func (r *rsRun) deletePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+// deletePod deletes a surplus pod of obj; one already gone is not an
+// error.
+func (r *rsRun) deletePod(ctx context.Context, obj runtime.Object, pod *corev1.Pod) error {
 	uid := pod.UID
 	_, _, err := r.store.Delete(ctx, r.pods, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	switch {
 	case err == nil:
-		r.events.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", pod.Name)
+		r.events.Eventf(obj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", pod.Name)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return nil
 	default:
-		r.events.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+		r.events.Eventf(obj, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 	}
 	return err
 }
@@ -413,11 +479,10 @@ func (r *rsRun) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv
 		return nil
 	}
 	_, err := r.store.Mutate(ctx, r.rsRes, rs.Namespace, rs.Name, "status", func(obj runtime.Object) error {
-		cur := obj.(*appsv1.ReplicaSet)
-		if cur.UID != rs.UID {
+		if r.kind.view(obj).UID != rs.UID {
 			return errRSSkip
 		}
-		cur.Status = st
+		r.kind.setStatus(obj, st)
 		return nil
 	})
 	if errors.Is(err, errRSSkip) || apierrors.IsNotFound(err) {
