@@ -211,6 +211,18 @@ spec:
       containers: [{name: c, image: busybox, ports: [{containerPort: 8080}]}]
 `
 
+// historyDS is a DaemonSet whose history the kubectl tests walk.
+const historyDS = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: hist}
+spec:
+  selector: {matchLabels: {app: hist}}
+  template:
+    metadata: {labels: {app: hist}}
+    spec:
+      containers: [{name: c, image: "busybox:1"}]
+`
+
 func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string) {
 	k := newKubectlBin(t, bin, c.members[0], kubectl)
 	if out, err := exec.Command(kubectl, "version", "--client").Output(); err == nil {
@@ -383,6 +395,31 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 			_, _, err := k.run("", "get", "endpoints", "old")
 			return err != nil
 		})
+	})
+
+	t.Run("DaemonSet history: rollout history and undo", func(t *testing.T) {
+		if out, errOut, err := k.run(historyDS, "create", "-f", "-"); err != nil {
+			t.Fatalf("create ds: %v %s%s", err, out, errOut)
+		}
+		history := func(want string) {
+			t.Helper()
+			re := regexp.MustCompile(`(?m)^REVISION +CHANGE-CAUSE\n` + want + `$`)
+			waitFor(t, 20*time.Second, "rollout history: "+want, func() bool { return re.MatchString(k.ok(t, "rollout", "history", "ds/hist")) })
+		}
+		want := `1 +<none>\n`
+		history(want)
+		for _, v := range []string{"2", "3"} {
+			k.ok(t, "annotate", "--overwrite", "ds/hist", "kubernetes.io/change-cause=busybox "+v)
+			k.ok(t, "set", "image", "ds/hist", "c=busybox:"+v)
+			want += v + ` +busybox ` + v + `\n`
+			history(want)
+		}
+		mustMatch(t, "rollout history --revision", k.ok(t, "rollout", "history", "ds/hist", "--revision=2"), `(?m)^ +Image: +busybox:2$`)
+		mustMatch(t, "rollout undo --to-revision", k.ok(t, "rollout", "undo", "ds/hist", "--to-revision=1"), `daemonset.apps/hist rolled back`)
+		if got := k.ok(t, "get", "ds", "hist", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); got != "busybox:1" {
+			t.Fatalf("image after the undo: %q, want busybox:1", got)
+		}
+		k.ok(t, "delete", "ds", "hist")
 	})
 
 	t.Run("delete", func(t *testing.T) {

@@ -451,6 +451,9 @@ subsets:
 			t.Errorf("the unready replica left after %v, want within one probe period (%v) and 1.5 s", took, probePeriod)
 		}
 	})
+	t.Run("a StatefulSet: stable names, storage and DNS, a partitioned rollout, history and undo", func(t *testing.T) {
+		testStatefulSet(t, isl, echo, from)
+	})
 	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
 	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
@@ -968,4 +971,93 @@ func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte, pool *x509.C
 	_ = pem.Encode(&c, &pem.Block{Type: "CERTIFICATE", Bytes: der})
 	_ = pem.Encode(&k, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	return c.Bytes(), k.Bytes(), pool
+}
+
+// statefulSetManifest: three echo servers with a volume each, each
+// noting its boots in it, behind their headless Service.
+const statefulSetManifest = `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: ECHO
+        command: [sh, -c, 'echo "$(hostname) $COLOR" >> /data/boots; exec /usr/bin/echoserver']
+        readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
+        volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 16Mi}}}
+`
+
+func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
+	k := isl.kubectl
+	isl.apply(t, strings.ReplaceAll(statefulSetManifest, "ECHO", echo))
+	waitFor(t, 120*time.Second, "web-0, web-1 and web-2 Ready", func() bool { return readyPods(k, "app=web") == 3 })
+	mustMatch(t, "kubectl get sts", k.ok(t, "get", "sts", "web"), `(?m)^web +3/3 +\d+`)
+	mustMatch(t, "the claims", k.ok(t, "get", "pvc", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`),
+		`(?m)^data-web-0 Bound$`, `(?m)^data-web-1 Bound$`, `(?m)^data-web-2 Bound$`)
+	// Each replica's name in the cluster DNS, through the headless Service.
+	for _, n := range []string{"web-0", "web-1", "web-2"} {
+		ip := isl.pod(t, n).Status.PodIP
+		m, err := dnsQuery(from, "10.43.0.10:53", n+".web.default.svc.cluster.local.", dns.TypeA)
+		if err != nil || !slices.Equal(answers(m), []string{ip}) {
+			t.Fatalf("A %s.web: %v %v, want %s", n, m, err, ip)
+		}
+	}
+	// A replica deleted comes back under its name, with its volume.
+	uid := isl.pod(t, "web-1").UID
+	k.ok(t, "delete", "pod", "web-1")
+	waitFor(t, 60*time.Second, "web-1 back and Ready", func() bool {
+		p := isl.pod(t, "web-1")
+		return p.UID != uid && readyPods(k, "app=web") == 3
+	})
+	if got := k.ok(t, "exec", "web-1", "--", "cat", "/data/boots"); got != "web-1 \nweb-1 \n" {
+		t.Fatalf("web-1's volume after its pod was deleted: %q, want two boots of web-1", got)
+	}
+	// A partition of 2: the new template reaches web-2 alone.
+	k.ok(t, "patch", "sts", "web", "-p", `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`)
+	k.ok(t, "set", "env", "sts/web", "COLOR=blue")
+	mustMatch(t, "rollout status with a partition", k.ok(t, "rollout", "status", "sts/web", "--timeout=90s"),
+		`partitioned roll out complete: 1 new pods have been updated`)
+	colors := func() string {
+		return k.ok(t, "get", "pods", "-l", "app=web", "-o", `jsonpath={range .items[*]}{.metadata.name}={.spec.containers[0].env[0].value} {end}`)
+	}
+	if got := colors(); got != "web-0= web-1= web-2=blue " {
+		t.Fatalf("after the partitioned rollout: %q", got)
+	}
+	k.ok(t, "patch", "sts", "web", "-p", `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
+	k.ok(t, "rollout", "status", "sts/web", "--timeout=90s")
+	if got := colors(); got != "web-0=blue web-1=blue web-2=blue " {
+		t.Fatalf("after the whole rollout: %q", got)
+	}
+	mustMatch(t, "rollout history", k.ok(t, "rollout", "history", "sts/web"), `(?m)^1 +`, `(?m)^2 +`)
+	mustMatch(t, "rollout undo", k.ok(t, "rollout", "undo", "sts/web"), `statefulset.apps/web rolled back`)
+	k.ok(t, "rollout", "status", "sts/web", "--timeout=90s")
+	if got := colors(); got != "web-0= web-1= web-2= " {
+		t.Fatalf("after the undo: %q", got)
+	}
+	if got := k.ok(t, "exec", "web-2", "--", "cat", "/data/boots"); got != "web-2 \nweb-2 blue\nweb-2 \n" {
+		t.Fatalf("web-2's boots through the rollouts: %q", got)
+	}
+	mustMatch(t, "kubectl get controllerrevisions", k.ok(t, "get", "controllerrevisions"),
+		`(?m)^NAME +CONTROLLER +REVISION +AGE$`, `(?m)^web-\w+ +statefulset\.apps/web +3 +`)
+	k.ok(t, "delete", "sts", "web")
+	k.ok(t, "delete", "svc", "web")
+	k.ok(t, "delete", "pvc", "-l", "app=web", "--wait=false")
 }

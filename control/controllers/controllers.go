@@ -12,6 +12,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/controllers/caexpiry"
 	"github.com/isle-cluster/isle/control/controllers/clusterroleaggregation"
+	"github.com/isle-cluster/isle/control/controllers/cronjob"
 	"github.com/isle-cluster/isle/control/controllers/csrsigning"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
@@ -106,6 +107,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		gc.New(store, log.With("controller", "garbagecollector")),
 		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
+		cronjob.New(store, log.With("controller", "cronjob"), ev.Recorder("cronjob-controller")),
 		statefulset.New(store, log.With("controller", "statefulset"), ev.Recorder("statefulset-controller")),
 		replicaset.NewReplicationControllers(store, log.With("controller", "replicationcontroller"), ev.Recorder("replication-controller")),
 		endpointslice.New(store, log.With("controller", "endpointslice")),

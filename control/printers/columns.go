@@ -19,6 +19,7 @@ import (
 const (
 	typeString  = "string"
 	typeInteger = "integer"
+	typeBoolean = "boolean"
 )
 
 // column is a priority 0 column: shown by `kubectl get`.
@@ -219,6 +220,19 @@ var daemonSetColumns = []metav1.TableColumnDefinition{
 	wide("Containers", typeString, containersDescription),
 	wide("Images", typeString, imagesDescription),
 	wide("Selector", typeString, appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]),
+}
+
+var cronJobColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Schedule", typeString, batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]),
+	column("Timezone", typeString, batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]),
+	column("Suspend", typeBoolean, batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]),
+	column("Active", typeInteger, batchv1.CronJobStatus{}.SwaggerDoc()["active"]),
+	column("Last Schedule", typeString, batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]),
+	ageColumn(),
+	wide("Containers", typeString, containersDescription),
+	wide("Images", typeString, imagesDescription),
+	wide("Selector", typeString, batchv1.JobSpec{}.SwaggerDoc()["selector"]),
 }
 
 var jobColumns = []metav1.TableColumnDefinition{

@@ -83,6 +83,7 @@ var (
 	StatefulSets             = &Printer{columns: statefulSetColumns, rows: typed(cells(printStatefulSet), func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items })}
 	ControllerRevisions      = &Printer{columns: controllerRevisionColumns, rows: typed(cells(printControllerRevision), func(l *appsv1.ControllerRevisionList) []appsv1.ControllerRevision { return l.Items })}
 	DaemonSets               = &Printer{columns: daemonSetColumns, rows: typed(cells(printDaemonSet), func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items })}
+	CronJobs                 = &Printer{columns: cronJobColumns, rows: typed(cells(printCronJob), func(l *batchv1.CronJobList) []batchv1.CronJob { return l.Items })}
 	Jobs                     = &Printer{columns: jobColumns, rows: typed(cells(printJob), func(l *batchv1.JobList) []batchv1.Job { return l.Items })}
 	EndpointSlices           = &Printer{columns: endpointSliceColumns, rows: typed(cells(printEndpointSlice), func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })}
 	Ingresses                = &Printer{columns: ingressColumns, rows: typed(cells(printIngress), func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items })}

@@ -82,6 +82,26 @@ func printControllerRevision(r *appsv1.ControllerRevision, now time.Time) []inte
 	return []interface{}{r.Name, controller, r.Revision, since(r.CreationTimestamp, now)}
 }
 
+func printCronJob(c *batchv1.CronJob, now time.Time) []interface{} {
+	last := none
+	if t := c.Status.LastScheduleTime; t != nil {
+		last = since(*t, now)
+	}
+	tz, suspend := none, unset
+	if c.Spec.TimeZone != nil {
+		tz = *c.Spec.TimeZone
+	}
+	if c.Spec.Suspend != nil {
+		suspend = "False"
+		if *c.Spec.Suspend {
+			suspend = "True"
+		}
+	}
+	names, images := containerCells(c.Spec.JobTemplate.Spec.Template.Spec.Containers)
+	return []interface{}{c.Name, c.Spec.Schedule, tz, suspend, int64(len(c.Status.Active)), last, since(c.CreationTimestamp, now),
+		names, images, metav1.FormatLabelSelector(c.Spec.JobTemplate.Spec.Selector)}
+}
+
 func printReplicaSet(rs *appsv1.ReplicaSet, now time.Time) []interface{} {
 	names, images := containerCells(rs.Spec.Template.Spec.Containers)
 	return []interface{}{

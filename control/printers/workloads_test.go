@@ -137,3 +137,36 @@ func TestJobRows(t *testing.T) {
 		})
 	}
 }
+
+func TestStatefulSetAndRevisionRows(t *testing.T) {
+	containers := []corev1.Container{{Name: "db", Image: "postgres:17"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", CreationTimestamp: ago(72 * time.Hour)},
+		Spec:   appsv1.StatefulSetSpec{Replicas: ptr(int32(3)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: containers}}},
+		Status: appsv1.StatefulSetStatus{ReadyReplicas: 2}}
+	checkCells(t, gr("apps", "statefulsets"), sts, []interface{}{"db", "2/3", "3d", "db", "postgres:17"})
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-7d9f8c6b5", CreationTimestamp: ago(time.Hour),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: ptr(true)}}}, Revision: 2}
+	checkCells(t, gr("apps", "controllerrevisions"), rev, []interface{}{"db-7d9f8c6b5", "statefulset.apps/db", int64(2), "60m"})
+	rev.OwnerReferences = nil
+	checkCells(t, gr("apps", "controllerrevisions"), rev, []interface{}{"db-7d9f8c6b5", "<none>", int64(2), "60m"})
+}
+
+func TestCronJobRows(t *testing.T) {
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "backup", CreationTimestamp: ago(48 * time.Hour)},
+		Spec: batchv1.CronJobSpec{Schedule: "@daily", Suspend: ptr(false), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "dump", Image: "restic:0.17"}}}}}}},
+		Status: batchv1.CronJobStatus{Active: []corev1.ObjectReference{{Name: "backup-1"}}, LastScheduleTime: agoPtr(5 * time.Minute)}}
+	checkCells(t, gr("batch", "cronjobs"), cj, []interface{}{"backup", "@daily", "<none>", "False", int64(1), "5m", "2d", "dump", "restic:0.17", "<none>"})
+	cj.Spec.TimeZone, cj.Spec.Suspend, cj.Status = ptr("Europe/Berlin"), nil, batchv1.CronJobStatus{}
+	checkCells(t, gr("batch", "cronjobs"), cj, []interface{}{"backup", "@daily", "Europe/Berlin", "<unset>", int64(0), "<none>", "2d", "dump", "restic:0.17", "<none>"})
+}
+
+func TestReplicationControllerRows(t *testing.T) {
+	rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "old", CreationTimestamp: ago(time.Hour)},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr(int32(2)), Selector: map[string]string{"app": "old"},
+			Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+		Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1}}
+	checkCells(t, gr("", "replicationcontrollers"), rc, []interface{}{"old", int64(2), int64(2), int64(1), "60m", "c", "busybox", "app=old"})
+	rc.Spec.Template = nil
+	checkCells(t, gr("", "replicationcontrollers"), rc, []interface{}{"old", int64(2), int64(2), int64(1), "60m", "", "", "app=old"})
+}

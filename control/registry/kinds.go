@@ -66,6 +66,8 @@ func Table() []*Resource {
 			short("sts").inAll().status().scale(strategy.StatefulSetReplicas, strategy.SetStatefulSetReplicas),
 		kind(apps, "controllerrevisions", "ControllerRevision", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
 			strategy.ControllerRevision, printers.ControllerRevisions),
+		kind(batch, "cronjobs", "CronJob", true, &batchv1.CronJob{}, &batchv1.CronJobList{}, strategy.CronJob, printers.CronJobs).
+			short("cj").inAll().status(),
 		kind(batch, "jobs", "Job", true, &batchv1.Job{}, &batchv1.JobList{}, strategy.Job, printers.Jobs).
 			inAll().status().fields(strategy.JobFields),
 		kind(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, &discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{}, strategy.EndpointSlice, printers.EndpointSlices),

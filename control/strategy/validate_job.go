@@ -67,6 +67,7 @@ func validateJob(j *batchv1.Job, prefixedLabels bool) field.ErrorList {
 	errs := validateMeta(&j.ObjectMeta, true, nameIsDNSSubdomain)
 	errs = append(errs, validateGeneratedSelector(j, prefixedLabels)...)
 	errs = append(errs, validateJobSpec(&j.Spec, specPath)...)
+	errs = append(errs, validateJobSelector(&j.Spec, specPath)...)
 	if deref(j.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion && deref(j.Spec.Completions, 0) > 0 {
 		host := fmt.Sprintf("%s-%d", j.Name, *j.Spec.Completions-1)
 		if msgs := validation.IsDNS1123Label(host); len(msgs) > 0 {
@@ -168,6 +169,13 @@ func validateJobSpec(s *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	case s.PodFailurePolicy != nil && rp != corev1.RestartPolicyNever:
 		errs = append(errs, field.Invalid(rpPath, rp, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
 	}
+	return errs
+}
+
+// validateJobSelector: a Job's selector is required and matches its
+// template (a CronJob's job template has none: it is generated).
+func validateJobSelector(s *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if s.Selector == nil {
 		errs = append(errs, field.Required(fldPath.Child("selector"), ""))
 	} else {

@@ -56,15 +56,9 @@ import (
 //     observedGeneration, as `kubectl get ds` and `kubectl rollout status`
 //     read them.
 //
-// Kubernetes keeps a DaemonSet's history in ControllerRevisions, which isle
-// does not serve. Here the revisions are an annotation on the DaemonSet
-// (dsRevisionsAnnotation: revision number, hash and change-cause of the
-// last revisionHistoryLimit+1 templates), and a template seen again takes
-// the next revision number, as Kubernetes renumbers a reused revision. The
-// templates themselves are not kept, so `kubectl rollout history ds` and
-// `kubectl rollout undo ds` (which read ControllerRevisions) fail with
-// "the server could not find the requested resource"; a DaemonSet is rolled
-// back by applying its earlier manifest again.
+// The DaemonSet's history is its ControllerRevisions (package history),
+// named by the template hash its pods carry, so that `kubectl rollout
+// history ds` and `kubectl rollout undo ds` work.
 type Controller struct {
 	store *registry.Store
 	log   *slog.Logger
@@ -99,9 +93,9 @@ const (
 	// doubling from dsFailedBackoffBase to dsFailedBackoffMax.
 	dsFailedBackoffBase = time.Second
 	dsFailedBackoffMax  = 15 * time.Minute
-	// dsRevisionsAnnotation holds a DaemonSet's revision history.
+	// dsRevisionsAnnotation held a DaemonSet's revision history before
+	// ControllerRevisions: it is removed where found.
 	dsRevisionsAnnotation = "isle.dev/daemonset-revisions"
-	dsChangeCause         = "kubernetes.io/change-cause"
 	// dsPodGenerationLabel is Kubernetes' DaemonSetTemplateGenerationKey.
 	dsPodGenerationLabel = "pod-template-generation"
 	dsMsgSelectingAll    = "This daemon set is selecting all pods. A non-empty selector is required."
@@ -133,6 +127,7 @@ type dsRun struct {
 	dsRes   *registry.Resource
 	podRes  *registry.Resource
 	nodeRes *registry.Resource
+	revRes  *registry.Resource
 	queue   *kit.Queue
 
 	mu      sync.Mutex
@@ -150,6 +145,7 @@ func (c *Controller) Run(ctx context.Context) {
 		dsRes:   kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("daemonsets")),
 		podRes:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		nodeRes: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("nodes")),
+		revRes:  kit.MustLookup(c.store, appsv1.SchemeGroupVersion.WithResource("controllerrevisions")),
 		queue:   kit.NewQueue(dsRetryBase, dsRetryMax),
 		backoff: map[string]dsBackoff{}}
 	if r.now == nil {

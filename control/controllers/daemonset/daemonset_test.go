@@ -1,7 +1,6 @@
 package daemonset
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -112,10 +111,30 @@ func dsStatusIs(ds *appsv1.DaemonSet, desired, current, ready, updated, availabl
 		st.NumberMisscheduled == misscheduled && st.NumberUnavailable == desired-available
 }
 
-func dsRevisions(ds *appsv1.DaemonSet) []dsRevision {
-	var hist []dsRevision
-	json.Unmarshal([]byte(ds.Annotations[dsRevisionsAnnotation]), &hist)
-	return hist
+// dsRevision is one of a DaemonSet's ControllerRevisions as the tests
+// look at it.
+type dsRevision struct {
+	Revision          int64
+	Name, ChangeCause string
+	Hash              string // its label, the template hash its pods carry
+}
+
+// dsRevisions lists the ControllerRevisions of ds, oldest first.
+func (e *dsEnv) dsRevisions(ds *appsv1.DaemonSet) []dsRevision {
+	e.T.Helper()
+	list, err := e.Store.List(e.Ctx, kit.MustLookup(e.Store, appsv1.SchemeGroupVersion.WithResource("controllerrevisions")), "default", metav1.ListOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var out []dsRevision
+	for _, r := range list.(*appsv1.ControllerRevisionList).Items {
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == ds.UID {
+			out = append(out, dsRevision{Revision: r.Revision, Name: r.Name, ChangeCause: r.Annotations["kubernetes.io/change-cause"],
+				Hash: r.Labels[appsv1.ControllerRevisionHashLabelKey]})
+		}
+	}
+	slices.SortFunc(out, func(a, b dsRevision) int { return int(a.Revision - b.Revision) })
+	return out
 }
 
 func wlPtr[T any](v T) *T { return &v }
@@ -192,7 +211,7 @@ func TestDaemonSetPlacement(t *testing.T) {
 			})
 			e.settleDS("agent")
 			ds = e.getDS("agent")
-			hist := dsRevisions(ds)
+			hist := e.dsRevisions(ds)
 			if len(hist) != 1 || hist[0].Revision != 1 {
 				t.Fatalf("revision history %+v, want revision 1 only", hist)
 			}
@@ -333,13 +352,13 @@ func TestDaemonSetUpdate(t *testing.T) {
 			}
 			ds := e.createDS(dsTestSet("agent", func(ds *appsv1.DaemonSet) { ds.Spec.UpdateStrategy = tc.strategy }))
 			e.Eventually("3 pods ready and available", func() bool { return dsStatusIs(e.getDS("agent"), 3, 3, 3, 3, 3, 0) })
-			oldHash := dsRevisions(e.getDS("agent"))[0].Hash
+			oldHash := e.dsRevisions(e.getDS("agent"))[0].Hash
 
 			// New pods stay not ready: the update stops where its budget ends.
 			kubelet.SetReady(func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image == "agent:1" })
 			e.mutateDS("agent", func(ds *appsv1.DaemonSet) {
 				ds.Spec.Template.Spec.Containers[0].Image = "agent:2"
-				ds.Annotations[dsChangeCause] = "agent 2"
+				ds.Annotations["kubernetes.io/change-cause"] = "agent 2"
 			})
 			count := func() (newPods, oldPods int) {
 				for _, pods := range e.dsPods(ds) {
@@ -392,7 +411,7 @@ func TestDaemonSetUpdate(t *testing.T) {
 					t.Errorf("node %s: %d pods, the first labeled %v", node, len(pods), pods[0].Labels)
 				}
 			}
-			hist := dsRevisions(e.getDS("agent"))
+			hist := e.dsRevisions(e.getDS("agent"))
 			if len(hist) != 2 || hist[0].Hash != oldHash || hist[1].Revision != 2 || hist[1].ChangeCause != "agent 2" {
 				t.Errorf("revision history %+v, want the old template as 1 and the new as 2 with its change-cause", hist)
 			}
@@ -420,11 +439,11 @@ func TestDaemonSetRevisionHistory(t *testing.T) {
 		hash := kit.TemplateHash(&cur.Spec.Template, cur.Status.CollisionCount)
 		hashes[st.image] = hash
 		e.Eventually("revision of "+st.image+" recorded", func() bool {
-			h := dsRevisions(e.getDS("agent"))
+			h := e.dsRevisions(e.getDS("agent"))
 			return len(h) > 0 && h[len(h)-1].Hash == hash
 		})
 		var got []string
-		for _, h := range dsRevisions(e.getDS("agent")) {
+		for _, h := range e.dsRevisions(e.getDS("agent")) {
 			image := "?"
 			for img, hh := range hashes {
 				if hh == h.Hash {

@@ -1,7 +1,6 @@
 package daemonset
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/isle-cluster/isle/control/controllers/history"
 	"github.com/isle-cluster/isle/control/controllers/kit"
 )
 
@@ -198,61 +198,54 @@ func (s *dsSync) writeStatus() error {
 	return nil
 }
 
-// dsRevision is one entry of a DaemonSet's revision history.
-type dsRevision struct {
-	Revision    int64  `json:"revision"`
-	Hash        string `json:"hash"`
-	ChangeCause string `json:"changeCause,omitempty"`
-}
-
-// recordRevision makes the current template the newest revision of the
-// history annotation, keeping revisionHistoryLimit older ones; a template
-// seen before moves to the front with the next number. It reports false if
-// the DaemonSet changed meanwhile.
+// recordRevision makes the current template the newest of the
+// DaemonSet's ControllerRevisions (package history), named by its
+// template hash, keeping revisionHistoryLimit older ones; a template seen
+// before takes the next number. The history annotation of isle before
+// ControllerRevisions is removed. It reports false if the DaemonSet
+// changed meanwhile.
 func (s *dsSync) recordRevision() (bool, error) {
-	var hist []dsRevision
-	if v := s.ds.Annotations[dsRevisionsAnnotation]; v != "" {
-		if err := json.Unmarshal([]byte(v), &hist); err != nil {
-			s.log.Warn("daemonset controller: unreadable revision history; starting a new one", "daemonset", s.key, "err", err)
-			hist = nil
+	if _, ok := s.ds.Annotations[dsRevisionsAnnotation]; ok {
+		uid := s.ds.UID
+		out, err := s.store.Mutate(s.ctx, s.dsRes, s.ds.Namespace, s.ds.Name, "", func(obj runtime.Object) error {
+			cur := obj.(*appsv1.DaemonSet)
+			if cur.UID != uid {
+				return errDSSkip
+			}
+			delete(cur.Annotations, dsRevisionsAnnotation)
+			return nil
+		})
+		if errors.Is(err, errDSSkip) || apierrors.IsNotFound(err) {
+			return false, nil
 		}
+		if err != nil {
+			return false, fmt.Errorf("record revision: %w", err)
+		}
+		s.ds = out.(*appsv1.DaemonSet)
 	}
-	if n := len(hist); n > 0 && hist[n-1].Hash == s.hash {
-		return true, nil
+	h := &history.History{Store: s.store, Res: s.revRes, Owner: s.ds, Kind: dsKind, Labels: s.ds.Spec.Template.Labels,
+		Annotations: s.ds.Annotations, NameHash: func(_ []byte, collisionCount *int32) string {
+			return kit.TemplateHash(&s.ds.Spec.Template, collisionCount)
+		}}
+	revs, err := h.List(s.ctx)
+	if err != nil {
+		return false, fmt.Errorf("record revision: %w", err)
 	}
-	next := int64(1)
-	for _, h := range hist {
-		next = max(next, h.Revision+1)
+	data, err := history.Patch(&s.ds.Spec.Template)
+	if err != nil {
+		return false, err
 	}
-	hist = slices.DeleteFunc(hist, func(h dsRevision) bool { return h.Hash == s.hash })
-	hist = append(hist, dsRevision{Revision: next, Hash: s.hash, ChangeCause: s.ds.Annotations[dsChangeCause]})
-	keep := 10 + 1 // the current revision and revisionHistoryLimit (default 10) old ones
+	cur, err := h.Record(s.ctx, revs, data, s.ds.Status.CollisionCount)
+	if err != nil {
+		return false, fmt.Errorf("record revision: %w", err)
+	}
+	if len(revs) == 0 || revs[len(revs)-1].Name != cur.Name {
+		s.log.Info("daemonset controller: recorded revision", "daemonset", s.key, "revision", cur.Revision, "hash", s.hash)
+	}
+	revs = slices.DeleteFunc(revs, func(r *appsv1.ControllerRevision) bool { return r.Name == cur.Name })
+	limit := int32(10)
 	if l := s.ds.Spec.RevisionHistoryLimit; l != nil {
-		keep = int(*l) + 1
+		limit = *l
 	}
-	if len(hist) > keep {
-		hist = hist[len(hist)-keep:]
-	}
-	b, err := json.Marshal(hist)
-	if err != nil {
-		return false, fmt.Errorf("record revision: %w", err)
-	}
-	uid, generation := s.ds.UID, s.ds.Generation
-	out, err := s.store.Mutate(s.ctx, s.dsRes, s.ds.Namespace, s.ds.Name, "", func(obj runtime.Object) error {
-		cur := obj.(*appsv1.DaemonSet)
-		if cur.UID != uid || cur.Generation != generation {
-			return errDSSkip
-		}
-		cur.Annotations = kit.WithLabel(cur.Annotations, dsRevisionsAnnotation, string(b))
-		return nil
-	})
-	if errors.Is(err, errDSSkip) || apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("record revision: %w", err)
-	}
-	s.ds = out.(*appsv1.DaemonSet)
-	s.log.Info("daemonset controller: recorded revision", "daemonset", s.key, "revision", next, "hash", s.hash)
-	return true, nil
+	return true, h.Truncate(s.ctx, revs, nil, limit)
 }

@@ -69,8 +69,12 @@ type History struct {
 	Res   *registry.Resource // controllerrevisions
 	Owner metav1.Object
 	Kind  schema.GroupVersionKind
-	// Labels are the owner's pod template labels: revisions carry them.
-	Labels map[string]string
+	// Labels are the owner's pod template labels, Annotations the
+	// owner's (a change-cause): new revisions carry them.
+	Labels, Annotations map[string]string
+	// NameHash, if set, hashes a revision's name instead of Hash (a
+	// DaemonSet's revisions are named by its template hash).
+	NameHash func(data []byte, collisionCount *int32) string
 }
 
 // List returns the owner's revisions, oldest (lowest number) first.
@@ -134,8 +138,12 @@ func (h *History) Record(ctx context.Context, revs []*appsv1.ControllerRevision,
 		}
 		return out.(*appsv1.ControllerRevision), nil
 	}
+	nameHash := h.NameHash
+	if nameHash == nil {
+		nameHash = Hash
+	}
 	for {
-		hash := Hash(data, collisionCount)
+		hash := nameHash(data, collisionCount)
 		labels := maps.Clone(h.Labels)
 		if labels == nil {
 			labels = map[string]string{}
@@ -143,6 +151,7 @@ func (h *History) Record(ctx context.Context, revs []*appsv1.ControllerRevision,
 		labels[appsv1.ControllerRevisionHashLabelKey] = hash
 		r := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: Name(h.Owner.GetName(), hash), Namespace: h.Owner.GetNamespace(), Labels: labels,
+				Annotations:     maps.Clone(h.Annotations),
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(h.Owner, h.Kind)}},
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: next,

@@ -237,7 +237,7 @@ func (r *run) sync(ctx context.Context, key string) error {
 }
 
 func (s *setSync) hist() *history.History {
-	return &history.History{Store: s.store, Res: s.revision, Owner: s.set, Kind: setKind, Labels: s.set.Spec.Template.Labels}
+	return &history.History{Store: s.store, Res: s.revision, Owner: s.set, Kind: setKind, Labels: s.set.Spec.Template.Labels, Annotations: s.set.Annotations}
 }
 
 // history finds the current and update revisions, recording the
