@@ -398,6 +398,7 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 	})
 
 	t.Run("DaemonSet history: rollout history and undo", func(t *testing.T) {
+		t.Cleanup(func() { k.run("", "delete", "ds", "hist", "--ignore-not-found") })
 		if out, errOut, err := k.run(historyDS, "create", "-f", "-"); err != nil {
 			t.Fatalf("create ds: %v %s%s", err, out, errOut)
 		}
@@ -414,7 +415,7 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 			want += v + ` +busybox ` + v + `\n`
 			history(want)
 		}
-		mustMatch(t, "rollout history --revision", k.ok(t, "rollout", "history", "ds/hist", "--revision=2"), `(?m)^ +Image: +busybox:2$`)
+		mustMatch(t, "rollout history --revision", k.ok(t, "rollout", "history", "ds/hist", "--revision=2"), `(?m)^\s+Image:\s+busybox:2$`)
 		mustMatch(t, "rollout undo --to-revision", k.ok(t, "rollout", "undo", "ds/hist", "--to-revision=1"), `daemonset.apps/hist rolled back`)
 		if got := k.ok(t, "get", "ds", "hist", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); got != "busybox:1" {
 			t.Fatalf("image after the undo: %q, want busybox:1", got)

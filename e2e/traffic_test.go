@@ -456,6 +456,7 @@ subsets:
 	})
 	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
 	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
+	t.Run("kubectl drain waits for the PodDisruptionBudget", func(t *testing.T) { testDrain(t, isl) })
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
 		// A replica on each board, so that the agents have their own (the
 		// autoscaler would take them back).
@@ -1060,4 +1061,48 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	k.ok(t, "delete", "sts", "web")
 	k.ok(t, "delete", "svc", "web")
 	k.ok(t, "delete", "pvc", "-l", "app=web", "--wait=false")
+}
+
+// testDrain drains a board of its echo replicas under a budget: refused
+// while the budget allows no disruption, done once it allows one, the
+// replacements Ready on the other boards.
+func testDrain(t *testing.T, isl *testIsland) {
+	k := isl.kubectl
+	waitFor(t, 60*time.Second, "three echo replicas Ready", func() bool { return readyPods(k, "app=echo") == 3 })
+	isl.apply(t, `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: echo}
+spec:
+  minAvailable: 3
+  selector: {matchLabels: {app: echo}}
+`)
+	waitFor(t, 30*time.Second, "kubectl get pdb: no disruption allowed", func() bool {
+		return regexp.MustCompile(`(?m)^echo +3 +N/A +0 +`).MatchString(k.ok(t, "get", "pdb", "echo"))
+	})
+	var board string
+	for _, node := range podsByName(t, k, "app=echo") {
+		board = node
+	}
+	out, errOut, err := k.run("", "drain", board, "--pod-selector=app=echo", "--timeout=8s")
+	if err == nil || !strings.Contains(out+errOut, "Cannot evict pod as it would violate the pod's disruption budget.") {
+		t.Fatalf("kubectl drain %s under a budget that allows nothing: %v\n%s%s", board, err, out, errOut)
+	}
+	if readyPods(k, "app=echo") != 3 {
+		t.Fatal("an echo replica went though the budget allowed nothing")
+	}
+	k.ok(t, "patch", "pdb", "echo", "--type=merge", "-p", `{"spec":{"minAvailable":2}}`)
+	out, errOut, err = k.run("", "drain", board, "--pod-selector=app=echo", "--timeout=150s")
+	if err != nil || !strings.Contains(out, "node/"+board+" drained") {
+		t.Fatalf("kubectl drain %s under a budget of one: %v\n%s%s", board, err, out, errOut)
+	}
+	waitFor(t, 90*time.Second, "three echo replicas Ready, none on "+board, func() bool {
+		for _, node := range podsByName(t, k, "app=echo") {
+			if node == board {
+				return false
+			}
+		}
+		return readyPods(k, "app=echo") == 3
+	})
+	k.ok(t, "uncordon", board)
+	k.ok(t, "delete", "pdb", "echo")
 }

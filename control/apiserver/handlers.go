@@ -510,36 +510,7 @@ func (s *Server) servePodSubresource(w http.ResponseWriter, r *http.Request, req
 			s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("name in URL does not match name in Eviction object: %s, %s", req.Name, ev.Name)))
 			return
 		}
-		opts := metav1.DeleteOptions{}
-		if ev.DeleteOptions != nil {
-			opts = *ev.DeleteOptions
-		}
-		// As kube-apiserver: a pod that still runs is marked a disruption's
-		// target first, which a Job's podFailurePolicy can match.
-		_, err := s.store.Mutate(r.Context(), req.Resource, req.Namespace, req.Name, "status", func(obj runtime.Object) error {
-			pod := obj.(*corev1.Pod)
-			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-				return nil
-			}
-			cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()}
-			for i, c := range pod.Status.Conditions {
-				if c.Type == corev1.DisruptionTarget {
-					if c.Status == corev1.ConditionTrue {
-						return nil
-					}
-					pod.Status.Conditions[i] = cond
-					return nil
-				}
-			}
-			pod.Status.Conditions = append(pod.Status.Conditions, cond)
-			return nil
-		})
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if _, _, err := s.store.Delete(r.Context(), req.Resource, req.Namespace, req.Name, opts); err != nil {
+		if err := s.evict(r.Context(), req, &ev); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/csrsigning"
 	"github.com/isle-cluster/isle/control/controllers/daemonset"
 	"github.com/isle-cluster/isle/control/controllers/deployment"
+	"github.com/isle-cluster/isle/control/controllers/disruption"
 	"github.com/isle-cluster/isle/control/controllers/endpoints"
 	"github.com/isle-cluster/isle/control/controllers/endpointslice"
 	"github.com/isle-cluster/isle/control/controllers/gc"
@@ -107,6 +108,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		gc.New(store, log.With("controller", "garbagecollector")),
 		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
+		disruption.New(store, log.With("controller", "disruption"), ev.Recorder("controllermanager")),
 		cronjob.New(store, log.With("controller", "cronjob"), ev.Recorder("cronjob-controller")),
 		statefulset.New(store, log.With("controller", "statefulset"), ev.Recorder("statefulset-controller")),
 		replicaset.NewReplicationControllers(store, log.With("controller", "replicationcontroller"), ev.Recorder("replication-controller")),

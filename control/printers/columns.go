@@ -222,6 +222,14 @@ var daemonSetColumns = []metav1.TableColumnDefinition{
 	wide("Selector", typeString, appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]),
 }
 
+var pdbColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Min Available", typeString, "The minimum number of pods that must be available, either an absolute number or a percentage."),
+	column("Max Unavailable", typeString, "The maximum number of pods that may be unavailable, either an absolute number or a percentage."),
+	column("Allowed Disruptions", typeInteger, "Calculated number of pods that may be disrupted at this time."),
+	ageColumn(),
+}
+
 var cronJobColumns = []metav1.TableColumnDefinition{
 	nameColumn(),
 	column("Schedule", typeString, batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]),

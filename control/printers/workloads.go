@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,6 +81,17 @@ func printControllerRevision(r *appsv1.ControllerRevision, now time.Time) []inte
 		}
 	}
 	return []interface{}{r.Name, controller, r.Revision, since(r.CreationTimestamp, now)}
+}
+
+func printPodDisruptionBudget(p *policyv1.PodDisruptionBudget, now time.Time) []interface{} {
+	minAvailable, maxUnavailable := "N/A", "N/A"
+	if v := p.Spec.MinAvailable; v != nil {
+		minAvailable = v.String()
+	}
+	if v := p.Spec.MaxUnavailable; v != nil {
+		maxUnavailable = v.String()
+	}
+	return []interface{}{p.Name, minAvailable, maxUnavailable, int64(p.Status.DisruptionsAllowed), since(p.CreationTimestamp, now)}
 }
 
 func printCronJob(c *batchv1.CronJob, now time.Time) []interface{} {

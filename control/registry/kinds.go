@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,8 @@ func Table() []*Resource {
 			short("sts").inAll().status().scale(strategy.StatefulSetReplicas, strategy.SetStatefulSetReplicas),
 		kind(apps, "controllerrevisions", "ControllerRevision", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
 			strategy.ControllerRevision, printers.ControllerRevisions),
+		kind(policyv1.SchemeGroupVersion, "poddisruptionbudgets", "PodDisruptionBudget", true, &policyv1.PodDisruptionBudget{},
+			&policyv1.PodDisruptionBudgetList{}, strategy.PodDisruptionBudget, printers.PodDisruptionBudgets).short("pdb").status(),
 		kind(batch, "cronjobs", "CronJob", true, &batchv1.CronJob{}, &batchv1.CronJobList{}, strategy.CronJob, printers.CronJobs).
 			short("cj").inAll().status(),
 		kind(batch, "jobs", "Job", true, &batchv1.Job{}, &batchv1.JobList{}, strategy.Job, printers.Jobs).

@@ -149,10 +149,14 @@ func (s *imageSet) build(ctx context.Context) ([]imageSpec, error) {
 		return nil, err
 	}
 	httpd, err := layerOf(map[string]file{
-		"/usr/local/bin/httpd-foreground":          {data: []byte(httpdForeground), mode: 0o755},
-		"/var/log/apache2/access.log":              {link: "/dev/stdout"},
-		"/var/log/apache2/error.log":               {link: "/dev/stderr"},
-		"/var/log/apache2/other_vhosts_access.log": {link: "/dev/stdout"},
+		"/usr/local/bin/httpd-foreground": {data: []byte(httpdForeground), mode: 0o755},
+		// The httpd image serves /usr/local/apache2/htdocs: specs move its
+		// index.html away to fail a readiness probe.
+		"/usr/local/apache2/htdocs/index.html":        {data: []byte("<html><body><h1>It works!</h1></body></html>\n"), mode: 0o644},
+		"/etc/apache2/sites-enabled/000-default.conf": {data: []byte(httpdSite), mode: 0o644},
+		"/var/log/apache2/access.log":                 {link: "/dev/stdout"},
+		"/var/log/apache2/error.log":                  {link: "/dev/stderr"},
+		"/var/log/apache2/other_vhosts_access.log":    {link: "/dev/stdout"},
 	})
 	if err != nil {
 		return nil, err
@@ -208,6 +212,17 @@ func (s *imageSet) build(ctx context.Context) ([]imageSpec, error) {
 		{"e2e-test-images/httpd:2.4.39-4", []v1.Layer{debian, httpd}, labelled(httpdCfg, "2.4.39-4")},
 	}, nil
 }
+
+// httpdSite is the default site, at the httpd image's document root.
+const httpdSite = `<Directory /usr/local/apache2/htdocs>
+	Require all granted
+</Directory>
+<VirtualHost *:80>
+	DocumentRoot /usr/local/apache2/htdocs
+	ErrorLog ${APACHE_LOG_DIR}/error.log
+	CustomLog ${APACHE_LOG_DIR}/access.log combined
+</VirtualHost>
+`
 
 // httpdForeground starts Debian's Apache in the foreground, as the httpd
 // image's httpd-foreground does.

@@ -46,6 +46,9 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 		if why := forbiddenSysctl(pod); why != "" {
 			ps.podFailed, ps.failReason, ps.failMessage = true, sysctlReason, "Pod was rejected: "+why
 			m.events.warning(pod, sysctlReason, why)
+		} else if m.hostPortTaken(pod) {
+			ps.podFailed, ps.failReason, ps.failMessage = true, hostPortReason, "Pod was rejected: "+hostPortMessage
+			m.events.warning(pod, hostPortReason, hostPortMessage)
 		}
 	}
 	if !isTerminal(pod) && !ps.podFailed {
