@@ -27,7 +27,8 @@ import (
 //	/api/v1/namespaces/NS/services/[SCHEME:]NAME[:PORT]/proxy[/PATH]
 //
 // A pod's request goes to its IP and the port given (a number or the name
-// of one of its containers' ports; 80 if none); a Service's to one of its
+// of one of its containers' ports; if none, the first port a container
+// declares, or 80); a Service's to one of its
 // ready endpoints (from its EndpointSlices) on the target of the Service
 // port given (its name or number; the only port if none). SCHEME is http
 // (the default) or https, whose certificate is not checked, as upstream.
@@ -169,6 +170,15 @@ func (s *Server) podProxyAddr(ctx context.Context, req request, name, port strin
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s: %v", pod.Name, err))
 	}
 	n := 80
+	if port == "" {
+		// As upstream: the first port a container declares.
+		for _, c := range pod.Spec.Containers {
+			if len(c.Ports) > 0 {
+				port = strconv.Itoa(int(c.Ports[0].ContainerPort))
+				break
+			}
+		}
+	}
 	if port != "" {
 		if n, err = strconv.Atoi(port); err != nil {
 			n = 0

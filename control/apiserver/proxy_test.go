@@ -62,7 +62,7 @@ func TestPodAndServiceProxy(t *testing.T) {
 		fmt.Fprintf(w, "method=%s path=%s query=%s body=%s auth=%q", r.Method, r.URL.EscapedPath(), r.URL.RawQuery, body, r.Header.Get("Authorization"))
 	}))
 	t.Cleanup(backend.Close)
-	d := &dialLog{backend: backend.Listener.Addr().String(), refuse: map[string]bool{"10.42.0.9:80": true}}
+	d := &dialLog{backend: backend.Listener.Addr().String(), refuse: map[string]bool{"10.42.0.9:8080": true}}
 	e := newEnv(t, func(c *apiserver.Config) { c.ProxyDial = d.dial })
 
 	pod := func(name, ip string) {
@@ -79,7 +79,10 @@ func TestPodAndServiceProxy(t *testing.T) {
 	pod("pending", "")
 	pod("sneaky", "127.0.0.1")
 	pod("down", "10.42.0.9")
-	pod("proxy", "10.42.0.6") // a name that is also the subresource's
+	pod("proxy", "10.42.0.6")                                                                       // a name that is also the subresource's
+	mustCode(t, e.admin(t, "POST", "/api/v1/namespaces/default/pods", podJSON("bare", "pi2")), 201) // declares no port
+	mustCode(t, e.admin(t, "PATCH", "/api/v1/namespaces/default/pods/bare/status",
+		`{"status":{"phase":"Running","podIP":"10.42.0.4","podIPs":[{"ip":"10.42.0.4"}]}}`, "Content-Type", "application/merge-patch+json"), 200)
 
 	svc := func(name string, addrs map[string]bool) {
 		s := corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -108,8 +111,9 @@ func TestPodAndServiceProxy(t *testing.T) {
 		want                      string // in the body
 		dialed                    string // the address dialed, if any
 	}{
-		{"pod, port 80", "GET", pods + "web/proxy/hello/a%2Fb?x=1&y=2", adminToken, 200, "method=GET path=/hello/a%2Fb query=x=1&y=2 body= auth=\"\"", "10.42.0.5:80"},
-		{"pod called proxy", "GET", pods + "proxy/proxy/proxy/x", adminToken, 200, "path=/proxy/x ", "10.42.0.6:80"},
+		{"pod, the first port it declares", "GET", pods + "web/proxy/hello/a%2Fb?x=1&y=2", adminToken, 200, "method=GET path=/hello/a%2Fb query=x=1&y=2 body= auth=\"\"", "10.42.0.5:8080"},
+		{"pod declaring no port: 80", "GET", pods + "bare/proxy/x", adminToken, 200, "path=/x ", "10.42.0.4:80"},
+		{"pod called proxy", "GET", pods + "proxy/proxy/proxy/x", adminToken, 200, "path=/proxy/x ", "10.42.0.6:8080"},
 		{"pod, named port", "GET", pods + "web:http/proxy/", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
 		{"pod, no path: redirected", "GET", pods + "web:8080/proxy?method=GET", adminToken, 301, "", ""},
 		{"pod, no path, POST", "POST", pods + "web:8080/proxy", adminToken, 200, "path=/ ", "10.42.0.5:8080"},
@@ -120,7 +124,7 @@ func TestPodAndServiceProxy(t *testing.T) {
 		{"pod, bad scheme", "GET", pods + "ftp:web:80/proxy/", adminToken, 400, `invalid proxy scheme \"ftp\"`, ""},
 		{"pod without an IP", "GET", pods + "pending/proxy/", adminToken, 503, "pod pending: no IP address yet", ""},
 		{"pod on loopback", "GET", pods + "sneaky/proxy/", adminToken, 503, "address 127.0.0.1 not allowed", ""},
-		{"pod not answering", "GET", pods + "down/proxy/", adminToken, 503, "error trying to reach pod: connect: connection refused", "10.42.0.9:80"},
+		{"pod not answering", "GET", pods + "down/proxy/", adminToken, 503, "error trying to reach pod: connect: connection refused", "10.42.0.9:8080"},
 		{"missing pod", "GET", pods + "absent/proxy/", adminToken, 404, `pods \"absent\" not found`, ""},
 		{"service by port name", "GET", svcs + "web:http/proxy/p?q=1", adminToken, 200, "path=/p query=q=1", "10.42.0.7:8080"},
 		{"service by port number", "PUT", svcs + "web:9090/proxy/", adminToken, 200, "method=PUT", "10.42.0.7:9091"},

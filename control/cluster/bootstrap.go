@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/volumes"
 	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/control/strategy"
 	"github.com/isle-cluster/isle/raft/kv"
 )
 
@@ -34,8 +36,8 @@ const (
 // bootstrapObjects creates, on the leader, what every cluster has from the
 // start: the CA in the store, the system namespaces, the kubernetes
 // Service, the cluster DNS's Service (kube-system/kube-dns at clusterDNS),
-// the default IngressClass (isle) and the default StorageClass
-// (local-path). It is idempotent and
+// the default IngressClass (isle), the system PriorityClasses and the
+// default StorageClass (local-path). It is idempotent and
 // retries until it has succeeded or ctx ends.
 func bootstrapObjects(ctx context.Context, store *registry.Store, id Identity, clusterDNS netip.Addr, log *slog.Logger) {
 	for {
@@ -113,6 +115,12 @@ func ensureObjects(ctx context.Context, store *registry.Store, clusterDNS netip.
 	icRes, _ := rs.Lookup(networkingv1.SchemeGroupVersion.WithResource("ingressclasses"))
 	if err := ensure(ctx, store, icRes, "", ingressstatus.DefaultIngressClass()); err != nil {
 		return err
+	}
+	pcRes, _ := rs.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
+	for _, pc := range strategy.SystemPriorityClasses() {
+		if err := ensure(ctx, store, pcRes, "", pc); err != nil {
+			return err
+		}
 	}
 	scRes, _ := rs.Lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses"))
 	return ensure(ctx, store, scRes, "", volumes.LocalPathStorageClass())

@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -220,6 +221,14 @@ var daemonSetColumns = []metav1.TableColumnDefinition{
 	wide("Containers", typeString, containersDescription),
 	wide("Images", typeString, imagesDescription),
 	wide("Selector", typeString, appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]),
+}
+
+var priorityClassColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Value", typeInteger, schedulingv1.PriorityClass{}.SwaggerDoc()["value"]),
+	column("Global-Default", typeBoolean, schedulingv1.PriorityClass{}.SwaggerDoc()["globalDefault"]),
+	ageColumn(),
+	column("PreemptionPolicy", typeString, schedulingv1.PriorityClass{}.SwaggerDoc()["preemptionPolicy"]),
 }
 
 var pdbColumns = []metav1.TableColumnDefinition{

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,6 +85,7 @@ var (
 	StatefulSets             = &Printer{columns: statefulSetColumns, rows: typed(cells(printStatefulSet), func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items })}
 	ControllerRevisions      = &Printer{columns: controllerRevisionColumns, rows: typed(cells(printControllerRevision), func(l *appsv1.ControllerRevisionList) []appsv1.ControllerRevision { return l.Items })}
 	DaemonSets               = &Printer{columns: daemonSetColumns, rows: typed(cells(printDaemonSet), func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items })}
+	PriorityClasses          = &Printer{columns: priorityClassColumns, rows: typed(cells(printPriorityClass), func(l *schedulingv1.PriorityClassList) []schedulingv1.PriorityClass { return l.Items })}
 	PodDisruptionBudgets     = &Printer{columns: pdbColumns, rows: typed(cells(printPodDisruptionBudget), func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items })}
 	CronJobs                 = &Printer{columns: cronJobColumns, rows: typed(cells(printCronJob), func(l *batchv1.CronJobList) []batchv1.CronJob { return l.Items })}
 	Jobs                     = &Printer{columns: jobColumns, rows: typed(cells(printJob), func(l *batchv1.JobList) []batchv1.Job { return l.Items })}

@@ -126,8 +126,8 @@ func TestColumnsHeaders(t *testing.T) {
 }
 
 func TestColumnsUnknownAndCopied(t *testing.T) {
-	if _, ok := Columns(gr("policy", "poddisruptionbudgets")); ok {
-		t.Error("Columns(poddisruptionbudgets): ok, want not known")
+	if _, ok := Columns(gr("flowcontrol.apiserver.k8s.io", "flowschemas")); ok {
+		t.Error("Columns(flowschemas): ok, want not known")
 	}
 	if _, ok := Columns(gr("apps", "pods")); ok {
 		t.Error("Columns(apps/pods): ok, want not known")

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -81,6 +82,14 @@ func printControllerRevision(r *appsv1.ControllerRevision, now time.Time) []inte
 		}
 	}
 	return []interface{}{r.Name, controller, r.Revision, since(r.CreationTimestamp, now)}
+}
+
+func printPriorityClass(pc *schedulingv1.PriorityClass, now time.Time) []interface{} {
+	policy := ""
+	if pc.PreemptionPolicy != nil {
+		policy = string(*pc.PreemptionPolicy)
+	}
+	return []interface{}{pc.Name, int64(pc.Value), pc.GlobalDefault, since(pc.CreationTimestamp, now), policy}
 }
 
 func printPodDisruptionBudget(p *policyv1.PodDisruptionBudget, now time.Time) []interface{} {

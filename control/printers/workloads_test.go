@@ -7,7 +7,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestDeploymentRows(t *testing.T) {
@@ -169,4 +172,15 @@ func TestReplicationControllerRows(t *testing.T) {
 	checkCells(t, gr("", "replicationcontrollers"), rc, []interface{}{"old", int64(2), int64(2), int64(1), "60m", "c", "busybox", "app=old"})
 	rc.Spec.Template = nil
 	checkCells(t, gr("", "replicationcontrollers"), rc, []interface{}{"old", int64(2), int64(2), int64(1), "60m", "", "", "app=old"})
+}
+
+func TestBudgetAndPriorityClassRows(t *testing.T) {
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", CreationTimestamp: ago(time.Hour)},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromString("50%"))}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}
+	checkCells(t, gr("policy", "poddisruptionbudgets"), pdb, []interface{}{"db", "50%", "N/A", int64(1), "60m"})
+	pdb.Spec = policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromInt32(1))}
+	checkCells(t, gr("policy", "poddisruptionbudgets"), pdb, []interface{}{"db", "N/A", "1", int64(1), "60m"})
+	never := corev1.PreemptNever
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch", CreationTimestamp: ago(time.Hour)}, Value: 100, PreemptionPolicy: &never}
+	checkCells(t, gr("scheduling.k8s.io", "priorityclasses"), pc, []interface{}{"batch", int64(100), false, "60m", "Never"})
 }

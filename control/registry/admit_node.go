@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// PodAdmission applies a new pod's service account (admit_serviceaccount.go)
-// and RuntimeClass, as Kubernetes' RuntimeClass admission plugin does: a
+// PodAdmission applies a new pod's service account (admit_serviceaccount.go),
+// priority (admit_priority.go) and RuntimeClass, as Kubernetes' RuntimeClass admission plugin does: a
 // pod naming a RuntimeClass that does not exist is refused, the class's
 // pod overhead is set on the pod (one it already has must be the same),
 // and the class's node selector and tolerations are merged into the
@@ -21,6 +21,9 @@ import (
 var PodAdmission = &Admission{
 	Create: func(ctx context.Context, s *Store, obj runtime.Object) error {
 		if err := s.admitServiceAccount(ctx, obj.(*corev1.Pod)); err != nil {
+			return err
+		}
+		if err := s.admitPriority(ctx, obj.(*corev1.Pod)); err != nil {
 			return err
 		}
 		return s.admitRuntimeClass(ctx, obj.(*corev1.Pod))

@@ -16,6 +16,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,6 +68,8 @@ func Table() []*Resource {
 			short("sts").inAll().status().scale(strategy.StatefulSetReplicas, strategy.SetStatefulSetReplicas),
 		kind(apps, "controllerrevisions", "ControllerRevision", true, &appsv1.ControllerRevision{}, &appsv1.ControllerRevisionList{},
 			strategy.ControllerRevision, printers.ControllerRevisions),
+		kind(schedulingv1.SchemeGroupVersion, "priorityclasses", "PriorityClass", false, &schedulingv1.PriorityClass{}, &schedulingv1.PriorityClassList{},
+			strategy.PriorityClass, printers.PriorityClasses).short("pc").admit(PriorityClassAdmission),
 		kind(policyv1.SchemeGroupVersion, "poddisruptionbudgets", "PodDisruptionBudget", true, &policyv1.PodDisruptionBudget{},
 			&policyv1.PodDisruptionBudgetList{}, strategy.PodDisruptionBudget, printers.PodDisruptionBudgets).short("pdb").status(),
 		kind(batch, "cronjobs", "CronJob", true, &batchv1.CronJob{}, &batchv1.CronJobList{}, strategy.CronJob, printers.CronJobs).

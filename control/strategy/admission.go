@@ -5,8 +5,8 @@ import (
 )
 
 // What Kubernetes' default admission plugins write into every new Pod, as
-// far as it needs no other object: the Priority plugin's priority and
-// preemption policy, the DefaultTolerationSeconds plugin's tolerations and
+// far as it needs no other object: the Priority plugin's preemption
+// policy, the DefaultTolerationSeconds plugin's tolerations and
 // the ServiceAccount plugin's default account name. (The service account
 // token volume needs the token machinery and is not added here.)
 
@@ -35,24 +35,20 @@ func admitPod(p *corev1.Pod) {
 	}
 }
 
-// admitPriority resolves the pod's priority class: no class gives
-// priority 0, a built-in class its value; both preempt lower priorities.
-// Other classes are left for whoever knows the PriorityClass objects.
+// admitPriority defaults the pod's preemption policy; its priority comes
+// from its PriorityClass, which the registry's admission reads
+// (PodPriority).
 func admitPriority(s *corev1.PodSpec) {
-	var prio int32
-	if s.PriorityClassName != "" {
-		v, ok := builtinPriorities[s.PriorityClassName]
-		if !ok {
-			return
-		}
-		prio = v
-	}
-	if s.Priority == nil {
-		s.Priority = ptrTo(prio)
-	}
 	if s.PreemptionPolicy == nil {
 		s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
 	}
+}
+
+// PodPriority is the priority of a pod of the built-in class name, if it
+// is one.
+func PodPriority(class string) (int32, bool) {
+	v, ok := builtinPriorities[class]
+	return v, ok
 }
 
 // admitTolerations adds the not-ready and unreachable NoExecute tolerations

@@ -20,9 +20,10 @@ import (
 // Controller follows ownerReferences, as Kubernetes' garbage collector:
 //   - an object all of whose owners are gone is deleted (background);
 //   - an owner deleted with propagation Foreground ("foregroundDeletion"
-//     finalizer) deletes its dependents and loses that finalizer once those
-//     whose references block it (blockOwnerDeletion) are gone; a circle of
-//     such owners is broken as upstream's collector breaks it;
+//     finalizer) deletes its dependents (those another owner keeps only lose
+//     their reference to it) and loses that finalizer once those whose
+//     references block it (blockOwnerDeletion) are gone; a circle of such
+//     owners is broken as upstream's collector breaks it;
 //   - an owner deleted with propagation Orphan ("orphan" finalizer) has its
 //     references removed from its dependents, then loses the finalizer.
 //
@@ -140,6 +141,12 @@ func (c *Controller) sweep(ctx context.Context) {
 		case slices.Contains(fs, metav1.FinalizerDeleteDependents):
 			blocking := 0
 			for _, d := range dependents[owner.obj.GetUID()] {
+				if solidOwner(d.item, owner.obj.GetUID(), byUID) {
+					// Another owner keeps it: it only loses its reference
+					// to this one, as upstream's collector patches it.
+					c.orphan(ctx, d.item, owner.obj.GetUID())
+					continue
+				}
 				if d.obj.GetDeletionTimestamp() == nil {
 					// Dependents with dependents of their own go in the
 					// foreground too; the rest at once.
@@ -171,6 +178,17 @@ func (c *Controller) sweep(ctx context.Context) {
 			c.dropFinalizer(ctx, owner, metav1.FinalizerOrphanDependents)
 		}
 	}
+}
+
+// solidOwner reports whether it has an owner besides the one of UID
+// except that stays: one that exists and is not deleting its dependents.
+func solidOwner(it item, except types.UID, byUID map[types.UID]item) bool {
+	for _, ref := range it.obj.GetOwnerReferences() {
+		if owner, ok := byUID[ref.UID]; ok && ref.UID != except && sameNamespace(owner, it) && !deletingDependents(owner) {
+			return true
+		}
+	}
+	return false
 }
 
 // dependent is an object with an owner, and whether its reference blocks

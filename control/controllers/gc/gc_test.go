@@ -103,6 +103,25 @@ func TestGarbageCollector(t *testing.T) {
 		}
 	})
 
+	t.Run("foreground, a dependent another owner keeps", func(t *testing.T) {
+		// Upstream's "should not delete dependents that have both valid
+		// owner and owner that's waiting for dependents to be deleted".
+		owner := e.MustCreate(t, cms, "default", cm("fgk-owner", nil))
+		keeper := e.MustCreate(t, cms, "default", cm("fgk-keeper", nil))
+		e.MustCreate(t, cms, "default", cm("fgk-shared", append(blockedBy(owner, "ConfigMap"), ownedBy(keeper, "ConfigMap")...)))
+		e.MustCreate(t, cms, "default", cm("fgk-own", blockedBy(owner, "ConfigMap")))
+		fg := metav1.DeletePropagationForeground
+		if _, _, err := e.Delete(e.Ctx, cms, "default", "fgk-owner", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+			t.Fatal(err)
+		}
+		tabletest.Eventually(t, "fgk-owner is removed", gone("fgk-owner"))
+		tabletest.Eventually(t, "fgk-own is removed", gone("fgk-own"))
+		m, ok := e.Exists(t, cms, "default", "fgk-shared")
+		if !ok || m.GetDeletionTimestamp() != nil || len(m.GetOwnerReferences()) != 1 || m.GetOwnerReferences()[0].UID != keeper.GetUID() {
+			t.Fatalf("the shared dependent: present %v, want it kept with its keeper alone as owner (%+v)", ok, m)
+		}
+	})
+
 	t.Run("a circle of owners", func(t *testing.T) {
 		// c1 is owned by c3, c2 by c1, c3 by c2, all blocking: deleting
 		// c1 in the foreground removes all three (upstream's "should not
