@@ -15,6 +15,13 @@ var Pod = &Kind[*corev1.Pod]{namespaced: true, defaults: defaultPod, create: val
 	onCreate: func(o *corev1.Pod) {
 		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(o)}
 	},
+	// The priority admission set on create stays, as the Priority admission
+	// plugin keeps it on update.
+	onUpdate: func(o, old *corev1.Pod) {
+		if o.Spec.Priority == nil {
+			o.Spec.Priority = old.Spec.Priority
+		}
+	},
 	statusMeta:  keepWriterMeta,
 	beginDelete: func(o *corev1.Pod, opts metav1.DeleteOptions) (int64, bool) { return podGracePeriod(o, opts), false },
 	heldBack: func(o *corev1.Pod) bool {

@@ -438,23 +438,23 @@ func TestDaemonSetRevisionHistory(t *testing.T) {
 		cur := e.getDS("agent")
 		hash := kit.TemplateHash(&cur.Spec.Template, cur.Status.CollisionCount)
 		hashes[st.image] = hash
-		e.Eventually("revision of "+st.image+" recorded", func() bool {
-			h := e.dsRevisions(e.getDS("agent"))
-			return len(h) > 0 && h[len(h)-1].Hash == hash
-		})
+		// The newest revision is made, then the oldest beyond the limit
+		// deleted: the history settles on want.
 		var got []string
-		for _, h := range e.dsRevisions(e.getDS("agent")) {
-			image := "?"
-			for img, hh := range hashes {
-				if hh == h.Hash {
-					image = img
+		e.Eventually(fmt.Sprintf("after %s: history %v", st.image, st.want), func() bool {
+			got = got[:0]
+			h := e.dsRevisions(e.getDS("agent"))
+			for _, r := range h {
+				image := "?"
+				for img, hh := range hashes {
+					if hh == r.Hash {
+						image = img
+					}
 				}
+				got = append(got, fmt.Sprintf("%d:%s", r.Revision, image))
 			}
-			got = append(got, fmt.Sprintf("%d:%s", h.Revision, image))
-		}
-		if !slices.Equal(got, st.want) {
-			t.Fatalf("after %s: history %v, want %v", st.image, got, st.want)
-		}
+			return len(h) > 0 && h[len(h)-1].Hash == hash && slices.Equal(got, st.want)
+		})
 	}
 }
 
