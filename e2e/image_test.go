@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,8 +238,17 @@ func bootVM(t *testing.T, c sdCard, args ...string) (booted time.Time, off func(
 // counts 0 with status 1).
 func sshRun(t *testing.T, addr string, key ssh.Signer, cmd string) string {
 	t.Helper()
-	c, err := ssh.Dial("tcp", addr, &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second}) // the board's key is new: nothing to check it against
+	// sshd may start after the agent that made the Node Ready: a refused
+	// connection is tried again for a minute.
+	var c *ssh.Client
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		c, err = ssh.Dial("tcp", addr, &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
+			HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second}) // the board's key is new: nothing to check it against
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("ssh %s: %v", addr, err)
 	}
