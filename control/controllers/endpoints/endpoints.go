@@ -268,7 +268,7 @@ func (r *run) writeEndpoints(ctx context.Context, svc *corev1.Service, ep *corev
 		if len(annotations) == 0 {
 			annotations = nil
 		}
-		changed := !maps.Equal(e.Labels, labels) || !maps.Equal(e.Annotations, annotations) || !sameSubsets(e.Subsets, subsets)
+		changed := !maps.Equal(e.Labels, labels) || !maps.Equal(e.Annotations, annotations) || !sameList(e.Subsets, subsets)
 		e.Labels, e.Annotations, e.Subsets = labels, annotations, subsets
 		return changed
 	}
@@ -295,14 +295,6 @@ func (r *run) writeEndpoints(ctx context.Context, svc *corev1.Service, ep *corev
 		return nil
 	}
 	return err
-}
-
-// sameSubsets compares subsets, an empty list equal to nil.
-func sameSubsets(a, b []corev1.EndpointSubset) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	return equality.Semantic.DeepEqual(a, b)
 }
 
 // subsetsOf is the Endpoints subsets of a Service's slices, and whether
@@ -535,6 +527,7 @@ func fillMirror(s *discoveryv1.EndpointSlice, ep *corev1.Endpoints, w mirrorSlic
 	return changed
 }
 
+// sameList compares lists, an empty one equal to nil.
 func sameList[T any](a, b []T) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true

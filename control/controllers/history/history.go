@@ -8,6 +8,7 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,21 +93,11 @@ func (h *History) List(ctx context.Context) ([]*appsv1.ControllerRevision, error
 	}
 	slices.SortStableFunc(out, func(a, b *appsv1.ControllerRevision) int {
 		if a.Revision != b.Revision {
-			return cmpInt(a.Revision, b.Revision)
+			return cmp.Compare(a.Revision, b.Revision)
 		}
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // errCollision: a revision of the name holds other data.
