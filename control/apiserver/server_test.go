@@ -570,6 +570,7 @@ func TestNodeAuthorization(t *testing.T) {
 	const statusPatch = `{"status":{"phase":"Running"}}`
 	merge := map[string]string{"Content-Type": "application/merge-patch+json"}
 	jsonCT := map[string]string{"Content-Type": "application/json"}
+	mergeCT := map[string]string{"Content-Type": "application/merge-patch+json"}
 	// The graph follows the store: wait until it has the pods.
 	eventually(t, "node a may read its pod's Secret", func() bool {
 		return e.do(t, req{path: "/api/v1/namespaces/default/secrets/sa", token: nodeAToken}).code == 200
@@ -629,6 +630,13 @@ func TestNodeAuthorization(t *testing.T) {
 		{"bind a pod", "POST", "/api/v1/namespaces/default/pods/unbound/binding", `{"target":{"name":"a"}}`, jsonCT, 403, ""},
 		{"evict another node's pod", "POST", "/api/v1/namespaces/default/pods/on-b/eviction", `{}`, jsonCT, 403, ""},
 		{"read RBAC", "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", "", nil, 403, ""},
+		// The kinds of issue 25: a board can neither raise its pods'
+		// priority, nor point a Service at itself, nor lift a budget.
+		{"create a PriorityClass", "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", `{"metadata":{"name":"mine"},"value":1000000000}`, jsonCT, 403, ""},
+		{"write Endpoints", "POST", "/api/v1/namespaces/default/endpoints", `{"metadata":{"name":"kubernetes"}}`, jsonCT, 403, ""},
+		{"write a budget's status", "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/x/status", `{"status":{"disruptionsAllowed":9}}`, mergeCT, 403, ""},
+		{"create a StatefulSet", "POST", "/apis/apps/v1/namespaces/default/statefulsets", `{"metadata":{"name":"s"}}`, jsonCT, 403, ""},
+		{"create a CronJob", "POST", "/apis/batch/v1/namespaces/default/cronjobs", `{"metadata":{"name":"c"}}`, jsonCT, 403, ""},
 		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200, ""},
 	}
 	for _, tc := range tests {
