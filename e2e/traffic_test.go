@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -457,6 +458,7 @@ subsets:
 	t.Run("the tutorial's hands-on check, verbatim", func(t *testing.T) { testHandsOn(t, isl) })
 	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
 	t.Run("kubectl drain waits for the PodDisruptionBudget", func(t *testing.T) { testDrain(t, isl) })
+	t.Run("a pod of higher priority preempts one of lower priority", func(t *testing.T) { testPreemption(t, isl) })
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
 		// A replica on each board, so that the agents have their own (the
 		// autoscaler would take them back).
@@ -975,7 +977,8 @@ func selfSigned(t *testing.T, host string) (certPEM, keyPEM []byte, pool *x509.C
 }
 
 // statefulSetManifest: three echo servers with a volume each, each
-// noting its boots in it, behind their headless Service.
+// noting its boots in it, behind their headless Service, never two on a
+// board.
 const statefulSetManifest = `apiVersion: v1
 kind: Service
 metadata: {name: web}
@@ -995,6 +998,10 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       terminationGracePeriodSeconds: 1
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}
       containers:
       - name: web
         image: ECHO
@@ -1011,6 +1018,14 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	isl.apply(t, strings.ReplaceAll(statefulSetManifest, "ECHO", echo))
 	waitFor(t, 120*time.Second, "web-0, web-1 and web-2 Ready", func() bool { return readyPods(k, "app=web") == 3 })
 	mustMatch(t, "kubectl get sts", k.ok(t, "get", "sts", "web"), `(?m)^web +3/3 +\d+`)
+	// Anti-affinity: three boards.
+	boards := map[string]bool{}
+	for _, node := range podsByName(t, k, "app=web") {
+		boards[node] = true
+	}
+	if len(boards) != 3 {
+		t.Fatalf("the three replicas are on boards %v, want three boards", slices.Collect(maps.Keys(boards)))
+	}
 	mustMatch(t, "the claims", k.ok(t, "get", "pvc", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`),
 		`(?m)^data-web-0 Bound$`, `(?m)^data-web-1 Bound$`, `(?m)^data-web-2 Bound$`)
 	// Each replica's name in the cluster DNS, through the headless Service.
@@ -1061,6 +1076,51 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	k.ok(t, "delete", "sts", "web")
 	k.ok(t, "delete", "svc", "web")
 	k.ok(t, "delete", "pvc", "-l", "app=web", "--wait=false")
+}
+
+// testPreemption takes a board's host port with a pod of low priority,
+// then asks for the same port there with a pod of high priority: the
+// scheduler evicts the first pod, and the second runs there.
+func testPreemption(t *testing.T, isl *testIsland) {
+	k := isl.kubectl
+	board := "pi5"
+	manifest := func(name, class string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, labels: {app: preempt}}
+spec:
+  priorityClassName: ` + class + `
+  nodeSelector: {kubernetes.io/hostname: ` + board + `}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: ` + isl.hello + `, ports: [{containerPort: 8080, hostPort: 31999}]}
+`
+	}
+	isl.apply(t, `apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: e2e-low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: e2e-high}
+value: 1000
+`)
+	isl.apply(t, manifest("low", "e2e-low"))
+	isl.waitRunning(t, 60*time.Second, "low")
+	isl.apply(t, manifest("high", "e2e-high"))
+	isl.waitRunning(t, 60*time.Second, "high")
+	if node := isl.pod(t, "high").Spec.NodeName; node != board {
+		t.Fatalf("high runs on %s, want %s", node, board)
+	}
+	waitFor(t, 30*time.Second, "the low pod gone", func() bool {
+		_, _, err := k.run("", "get", "pod", "low")
+		return err != nil
+	})
+	mustMatch(t, "the events", k.ok(t, "get", "events", "--field-selector", "reason=Preempted"),
+		`Preempted by pod [0-9a-f-]+ on node `+board)
+	k.ok(t, "delete", "pod", "-l", "app=preempt")
+	k.ok(t, "delete", "priorityclass", "e2e-low", "e2e-high")
 }
 
 // testDrain drains a board of its echo replicas under a budget: refused

@@ -67,9 +67,14 @@ func (s *Store) admitPriority(ctx context.Context, pod *corev1.Pod) error {
 		return forbidden("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, prio)
 	}
 	pod.Spec.Priority = &prio
+	policy := corev1.PreemptLowerPriority
 	if class != nil && class.PreemptionPolicy != nil {
-		pod.Spec.PreemptionPolicy = class.PreemptionPolicy
+		policy = *class.PreemptionPolicy
 	}
+	if p := pod.Spec.PreemptionPolicy; p != nil && *p != policy {
+		return forbidden("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *p, policy)
+	}
+	pod.Spec.PreemptionPolicy = &policy
 	return nil
 }
 

@@ -66,6 +66,13 @@ func TestPodPriorityAdmission(t *testing.T) {
 	refused("missing", "gold", nil, "no PriorityClass with name gold was found")
 	five := int32(5)
 	refused("own-value", "batch", &five, "the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 100")
+	lower := corev1.PreemptLowerPriority
+	if _, err := e.Create(e.ctx, pods, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "own-policy"},
+		Spec: corev1.PodSpec{PriorityClassName: "batch", PreemptionPolicy: &lower,
+			Containers: []corev1.Container{{Name: "c", Image: "img"}}}}, registry.WriteOptions{}); !apierrors.IsForbidden(err) ||
+		!strings.Contains(err.Error(), "the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never") {
+		t.Errorf("own-policy: %v, want a 403", err)
+	}
 
 	// The global default: pods naming no class get it; one only.
 	if err := create(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "normal"}, Value: 10, GlobalDefault: true}); err != nil {

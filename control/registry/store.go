@@ -33,6 +33,7 @@ type Store struct {
 	secrets      ValueCipher
 	fields       *fieldManagers
 	webhooks     atomic.Pointer[Webhooks]
+	shared       shared // decoded changes for watchers
 }
 
 // Config configures a Store.

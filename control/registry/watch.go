@@ -148,7 +148,7 @@ func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, b
 	// deleted: decoding it on every change would double the garbage each
 	// event makes, once per in-process watcher.
 	if sel.Labels.Empty() && sel.Fields.Empty() && ev.Type != kv.EventDelete {
-		obj, err := s.fromStore(r, ev.KV)
+		obj, err := s.decodeShared(r, ev.KV)
 		if err != nil {
 			s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
 			return WatchEvent{}, false
@@ -174,7 +174,7 @@ func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, b
 		m.SetResourceVersion(strconv.FormatInt(ev.KV.ModRevision, 10))
 		return WatchEvent{Type: watch.Deleted, Object: prev}, true
 	}
-	obj, err := s.fromStore(r, ev.KV)
+	obj, err := s.decodeShared(r, ev.KV)
 	if err != nil {
 		s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
 		return WatchEvent{}, false

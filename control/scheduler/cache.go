@@ -3,11 +3,14 @@ package scheduler
 import (
 	"maps"
 	"slices"
+	"strings"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -87,6 +90,7 @@ type podInfo struct {
 	nonZeroCPU, nonZeroMem int64
 	ports                  []hostPort
 	owner                  types.UID // the controller's UID, if any
+	affinity               *podAffinity
 	// assumed: placed by this scheduler, not yet seen bound in the store;
 	// binding: its bind is under way.
 	assumed, binding bool
@@ -103,6 +107,7 @@ func newPodInfo(pod *corev1.Pod) *podInfo {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		p.owner = ref.UID
 	}
+	p.affinity = newPodAffinity(pod)
 	return p
 }
 
@@ -152,10 +157,27 @@ type nodeInfo struct {
 	nonZeroCPU, nonZeroMem int64
 	ports                  map[hostPort]int
 	owners                 map[types.UID]int
+	// affine are the node's pods with inter-pod affinity terms.
+	affine map[string]*podInfo
+	// images are the sizes of the images the node has (status.images),
+	// by each of their names.
+	images map[string]int64
+	// nominated are the pending pods nominated to the node by preemption.
+	nominated map[string]*podInfo
 }
 
 func newNodeInfo(name string) *nodeInfo {
-	return &nodeInfo{name: name, pods: map[string]*podInfo{}, ports: map[hostPort]int{}, owners: map[types.UID]int{}}
+	return &nodeInfo{name: name, pods: map[string]*podInfo{}, ports: map[hostPort]int{}, owners: map[types.UID]int{},
+		affine: map[string]*podInfo{}, nominated: map[string]*podInfo{}}
+}
+
+// clone is a copy of n whose pods can change apart from n's.
+func (n *nodeInfo) clone() *nodeInfo {
+	c := *n
+	c.pods, c.ports, c.owners, c.affine = maps.Clone(n.pods), maps.Clone(n.ports), maps.Clone(n.owners), maps.Clone(n.affine)
+	c.requested = resources{}
+	c.requested.add(n.requested, 1)
+	return &c
 }
 
 // setNode records the node's object and reports whether anything the
@@ -219,6 +241,9 @@ func (n *nodeInfo) addPod(p *podInfo) {
 	if p.owner != "" {
 		n.owners[p.owner]++
 	}
+	if p.affinity != nil {
+		n.affine[p.key] = p
+	}
 }
 
 func (n *nodeInfo) removePod(p *podInfo) {
@@ -236,6 +261,35 @@ func (n *nodeInfo) removePod(p *podInfo) {
 			delete(n.owners, p.owner)
 		}
 	}
+	delete(n.affine, p.key)
+}
+
+// nodeImages are the images a node reports, by each of their names.
+func nodeImages(node *corev1.Node) map[string]int64 {
+	if len(node.Status.Images) == 0 {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, image := range node.Status.Images {
+		for _, name := range image.Names {
+			out[name] = image.SizeBytes
+		}
+	}
+	return out
+}
+
+// normalizedImage is an image reference as nodes name their images: in
+// full, with the registry and the tag latest when it has neither tag nor
+// digest ("nginx" is docker.io/library/nginx:latest). kube-scheduler only
+// adds the tag, which misses the full names containerd reports.
+func normalizedImage(ref string) string {
+	if named, err := reference.ParseDockerRef(ref); err == nil {
+		return named.String()
+	}
+	if strings.LastIndex(ref, ":") <= strings.LastIndex(ref, "/") {
+		return ref + ":latest"
+	}
+	return ref
 }
 
 // cache is the scheduler's view of the cluster: nodes, and the pods that
@@ -246,10 +300,64 @@ type cache struct {
 	// list holds the nodes that exist, for iteration in a stable order.
 	list []*nodeInfo
 	pods map[string]*podInfo
+	// affine counts the pods with inter-pod affinity terms.
+	affine int
+	// imageNodes counts, per image name, the nodes that have the image.
+	imageNodes map[string]int
+	// namespaces are the labels of each namespace, for the namespace
+	// selectors of inter-pod affinity.
+	namespaces map[string]labels.Set
+	// nominations are the nodes pending pods are nominated to.
+	nominations map[string]string
+	// byLabel and groups index the pods placed (index.go).
+	byLabel map[labelPair]map[string]*podInfo
+	groups  map[string]*termGroup
 }
 
 func newCache() *cache {
-	return &cache{nodes: map[string]*nodeInfo{}, pods: map[string]*podInfo{}}
+	return &cache{nodes: map[string]*nodeInfo{}, pods: map[string]*podInfo{}, imageNodes: map[string]int{},
+		namespaces: map[string]labels.Set{}, nominations: map[string]string{},
+		byLabel: map[labelPair]map[string]*podInfo{}, groups: map[string]*termGroup{}}
+}
+
+// nominate records that the pending pod p waits for node, where
+// preemption made room for it.
+func (c *cache) nominate(p *podInfo, node string) {
+	c.unnominate(p.key)
+	n, ok := c.nodes[node]
+	if !ok {
+		return
+	}
+	n.nominated[p.key] = p
+	c.nominations[p.key] = node
+}
+
+// unnominate forgets the pod's nomination, if any.
+func (c *cache) unnominate(key string) {
+	node, ok := c.nominations[key]
+	if !ok {
+		return
+	}
+	delete(c.nominations, key)
+	if n, ok := c.nodes[node]; ok {
+		delete(n.nominated, key)
+	}
+}
+
+// namespaceLabels are the labels of namespace ns (none if unknown).
+func (c *cache) namespaceLabels(ns string) labels.Set { return c.namespaces[ns] }
+
+// setImages records the images node n has now.
+func (c *cache) setImages(n *nodeInfo, images map[string]int64) {
+	for name := range n.images {
+		if c.imageNodes[name]--; c.imageNodes[name] <= 0 {
+			delete(c.imageNodes, name)
+		}
+	}
+	n.images = images
+	for name := range images {
+		c.imageNodes[name]++
+	}
 }
 
 // setNode adds or updates a node; see nodeInfo.setNode for the result.
@@ -259,10 +367,17 @@ func (c *cache) setNode(node *corev1.Node) bool {
 		n = newNodeInfo(node.Name)
 		c.nodes[node.Name] = n
 	}
-	if n.node == nil {
+	added := n.node == nil
+	if added {
 		c.list = append(c.list, n)
 	}
-	return n.setNode(node)
+	old := n.node
+	c.setImages(n, nodeImages(node))
+	changed := n.setNode(node)
+	if c.affine > 0 && (added || !maps.Equal(old.Labels, node.Labels)) {
+		c.regroup()
+	}
+	return changed
 }
 
 // removeNode forgets a deleted node; its pods keep counting until they go.
@@ -272,7 +387,11 @@ func (c *cache) removeNode(name string) {
 		return
 	}
 	n.node = nil
+	c.setImages(n, nil)
 	c.list = slices.DeleteFunc(c.list, func(x *nodeInfo) bool { return x == n })
+	if len(n.affine) > 0 {
+		c.regroup()
+	}
 	if len(n.pods) == 0 {
 		delete(c.nodes, name)
 	}
@@ -289,6 +408,10 @@ func (c *cache) addPod(p *podInfo) {
 	}
 	n.addPod(p)
 	c.pods[p.key] = p
+	if p.affinity != nil {
+		c.affine++
+	}
+	c.indexPod(p, 1)
 }
 
 // removePod forgets a pod; false if it was not known.
@@ -298,6 +421,10 @@ func (c *cache) removePod(key string) bool {
 		return false
 	}
 	delete(c.pods, key)
+	if p.affinity != nil {
+		c.affine--
+	}
+	c.indexPod(p, -1)
 	if n, ok := c.nodes[p.node]; ok {
 		n.removePod(p)
 		if n.node == nil && len(n.pods) == 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -45,11 +46,24 @@ type attempt struct {
 	preferred   *nodeaffinity.PreferredSchedulingTerms
 	tolerations []corev1.Toleration
 	volumes     *podVolumes
+	// interPod and spread are computed over every node by prepare; nil
+	// when the pod and the cluster have none. ownLabels are the labels of
+	// the pod's namespace.
+	interPod  *interPod
+	spread    *spread
+	ownLabels labels.Set
+	// images are the pod's containers' images, as nodes name them.
+	images []string
 }
 
 func newAttempt(info *podInfo, volumes *podVolumes) *attempt {
 	pod := info.pod
 	a := &attempt{info: info, required: nodeaffinity.GetRequiredNodeAffinity(pod), tolerations: pod.Spec.Tolerations, volumes: volumes}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			a.images = append(a.images, normalizedImage(cs[i].Image))
+		}
+	}
 	if v, ok := pod.Annotations[ArchAnnotation]; ok {
 		for arch := range strings.SplitSeq(v, ",") {
 			if arch = strings.TrimSpace(arch); arch != "" {
@@ -67,10 +81,25 @@ func newAttempt(info *podInfo, volumes *podVolumes) *attempt {
 	return a
 }
 
+// prepare computes what the inter-pod affinity and topology spread
+// filters need to know of the whole cluster.
+func (a *attempt) prepare(c *cache) { a.prepareOver(c, nil) }
+
+// prepareOver computes them over the given nodes: the cluster as it
+// would be with some pods taken (preemption), or, if nil, the cluster's.
+func (a *attempt) prepareOver(c *cache, nodes []*nodeInfo) {
+	a.prepareInterPod(c, nodes)
+	if nodes == nil {
+		nodes = c.list
+	}
+	a.prepareSpread(nodes)
+}
+
 // filter returns why the pod does not fit the node (nil: it fits): the
 // reasons of the first check that fails, in kube-scheduler's order of
 // filter plugins (NodeUnschedulable, TaintToleration, NodeAffinity,
-// NodePorts, NodeResourcesFit, VolumeBinding).
+// NodePorts, NodeResourcesFit, VolumeBinding, PodTopologySpread,
+// InterPodAffinity).
 func (a *attempt) filter(n *nodeInfo) []string {
 	node := n.node
 	if node.Spec.Unschedulable && !a.tolerates(&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
@@ -81,7 +110,7 @@ func (a *attempt) filter(n *nodeInfo) []string {
 			return []string{fmt.Sprintf(reasonTaintFormat, t.Key, t.Value)}
 		}
 	}
-	if ok, err := a.required.Match(node); !ok || err != nil || a.archs != nil && !slices.Contains(a.archs, node.Labels[corev1.LabelArchStable]) {
+	if !a.nodeAffinityMatches(node) {
 		return []string{reasonAffinity}
 	}
 	if a.portsConflict(n) {
@@ -90,7 +119,23 @@ func (a *attempt) filter(n *nodeInfo) []string {
 	if reasons := a.insufficient(n); len(reasons) > 0 {
 		return reasons
 	}
-	return a.volumes.filter(node)
+	if reasons := a.volumes.filter(node); len(reasons) > 0 {
+		return reasons
+	}
+	if reason := a.spreadFilter(n); reason != "" {
+		return []string{reason}
+	}
+	if reason := a.interPodFilter(n); reason != "" {
+		return []string{reason}
+	}
+	return nil
+}
+
+// nodeAffinityMatches reports whether the node passes the pod's
+// nodeSelector, required node affinity and ArchAnnotation.
+func (a *attempt) nodeAffinityMatches(node *corev1.Node) bool {
+	ok, err := a.required.Match(node)
+	return ok && err == nil && (a.archs == nil || slices.Contains(a.archs, node.Labels[corev1.LabelArchStable]))
 }
 
 func (a *attempt) tolerates(t *corev1.Taint) bool {
@@ -118,10 +163,24 @@ func (a *attempt) portsConflict(n *nodeInfo) bool {
 // against the node's pod capacity.
 func (a *attempt) insufficient(n *nodeInfo) []string {
 	var out []string
-	if int64(len(n.pods))+1 > n.allowedPods {
+	req, alloc, used := a.info.requests, n.allocatable, n.requested
+	pods := int64(len(n.pods))
+	// Pods nominated to the node that weigh at least as much as this one
+	// count as if there: the room preemption made is theirs.
+	if len(n.nominated) > 0 {
+		used = resources{}
+		used.add(n.requested, 1)
+		prio := priority(a.info.pod)
+		for key, p := range n.nominated {
+			if key != a.info.key && priority(p.pod) >= prio {
+				used.add(p.requests, 1)
+				pods++
+			}
+		}
+	}
+	if pods+1 > n.allowedPods {
 		out = append(out, reasonTooManyPods)
 	}
-	req, alloc, used := a.info.requests, n.allocatable, n.requested
 	if req.milliCPU > 0 && req.milliCPU > alloc.milliCPU-used.milliCPU {
 		out = append(out, reasonInsufficient+string(corev1.ResourceCPU))
 	}
@@ -143,25 +202,42 @@ func (a *attempt) insufficient(n *nodeInfo) []string {
 // "0/5 nodes are available: 3 Insufficient memory, 2 node(s) had
 // untolerated taint {node.kubernetes.io/unreachable: }." The counts of
 // nodes per reason are sorted as strings, as kube-scheduler sorts them.
-// kube-scheduler then adds what preemption found; isle does not preempt,
-// so its messages end there.
+// What preemption found follows: " preemption: 0/5 nodes are available:
+// 3 No preemption victims found for incoming pod, 2 Preemption is not
+// helpful for scheduling."
 type fitError struct {
 	nodes int
 	// preFilter is a reason that holds for every node (a missing claim):
 	// no node was looked at.
 	preFilter string
 	reasons   map[string]int
+	// potential are the nodes that failed for reasons preemption may
+	// undo; preemption is what it said.
+	potential  []*nodeInfo
+	preemption string
+}
+
+// waitsForPods reports whether some node was ruled out for want of
+// other pods there (inter-pod affinity, topology spread): a pod placed
+// may change that.
+func (e *fitError) waitsForPods() bool {
+	return e.reasons[reasonPodAffinity] > 0 || e.reasons[reasonSpread] > 0
 }
 
 func (e *fitError) Error() string {
-	msg := fmt.Sprintf("0/%d nodes are available:", e.nodes)
+	msg := fmt.Sprintf("0/%d nodes are available: ", e.nodes)
 	if e.preFilter != "" {
-		return msg + " " + e.preFilter + "."
+		msg += e.preFilter + "."
+	} else {
+		counts := make([]string, 0, len(e.reasons))
+		for reason, n := range e.reasons {
+			counts = append(counts, fmt.Sprintf("%d %s", n, reason))
+		}
+		slices.Sort(counts)
+		msg += strings.Join(counts, ", ") + "."
 	}
-	counts := make([]string, 0, len(e.reasons))
-	for reason, n := range e.reasons {
-		counts = append(counts, fmt.Sprintf("%d %s", n, reason))
+	if e.preemption != "" {
+		msg += " preemption: " + e.preemption
 	}
-	slices.Sort(counts)
-	return msg + " " + strings.Join(counts, ", ") + "."
+	return msg
 }

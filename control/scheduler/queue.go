@@ -18,7 +18,9 @@ import (
 //   - a pod that fit no node waits as unschedulable until the cluster
 //     changes (moveAll: a node added or changed, a pod gone, a volume
 //     changed) — still after its backoff — or, at the latest, until it has
-//     waited maxUnschedulable.
+//     waited maxUnschedulable; one that waits for other pods (inter-pod
+//     affinity, topology spread) also moves when a pod is placed
+//     (movePodWaiters).
 //
 // It is used by the scheduler's loop only: no locks.
 type queue struct {
@@ -28,6 +30,8 @@ type queue struct {
 	maxBackoff       time.Duration
 	maxUnschedulable time.Duration
 	seq              uint64 // arrival order
+	// waiters are the unschedulable pods that a pod placed may let fit.
+	waiters map[string]*queuedPod
 }
 
 // queuedPod is a pod waiting in the queue.
@@ -37,6 +41,10 @@ type queuedPod struct {
 	state    queueState
 	seq      uint64
 	attempts int
+	// waitsForPods: it was unschedulable for want of other pods somewhere
+	// (its inter-pod affinity or topology spread), which a pod placed may
+	// change.
+	waitsForPods bool
 	// since is when the pod entered the queue (for metrics and e2e
 	// latency); last is its last attempt, backoffUntil when it may next be
 	// tried.
@@ -53,7 +61,7 @@ const (
 )
 
 func newQueue(initialBackoff, maxBackoff, maxUnschedulable time.Duration) *queue {
-	return &queue{pods: map[string]*queuedPod{}, initialBackoff: initialBackoff, maxBackoff: maxBackoff, maxUnschedulable: maxUnschedulable}
+	return &queue{pods: map[string]*queuedPod{}, waiters: map[string]*queuedPod{}, initialBackoff: initialBackoff, maxBackoff: maxBackoff, maxUnschedulable: maxUnschedulable}
 }
 
 // add queues a new pod, or updates a queued one: an unschedulable pod
@@ -86,6 +94,9 @@ func (q *queue) requeue(qp *queuedPod, unschedulable bool, now time.Time) {
 	qp.backoffUntil = now.Add(q.backoff(qp.attempts))
 	if unschedulable {
 		qp.state = stateUnschedulable
+		if qp.waitsForPods {
+			q.waiters[qp.key] = qp
+		}
 	} else {
 		qp.state = stateBackoff
 	}
@@ -106,6 +117,7 @@ func (q *queue) remove(key string) {
 		return
 	}
 	delete(q.pods, key)
+	delete(q.waiters, key)
 	if qp.state == stateActive {
 		heap.Remove(&q.active, qp.index)
 	}
@@ -133,7 +145,18 @@ func (q *queue) moveAll(now time.Time) {
 	}
 }
 
+// movePodWaiters moves the unschedulable pods that wait for other pods:
+// one was placed.
+func (q *queue) movePodWaiters(now time.Time) {
+	for _, qp := range q.waiters {
+		if qp.state == stateUnschedulable {
+			q.move(qp, now)
+		}
+	}
+}
+
 func (q *queue) move(qp *queuedPod, now time.Time) {
+	delete(q.waiters, qp.key)
 	if now.Before(qp.backoffUntil) {
 		qp.state = stateBackoff
 		return

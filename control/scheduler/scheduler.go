@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -109,17 +112,21 @@ type run struct {
 	store                           *registry.Store
 	log                             *slog.Logger
 	pods, nodes, pvcs, pvs, classes *registry.Resource
+	namespaces, pdbs                *registry.Resource
 	podFeed, nodeFeed               *feed
 	pvcFeed, pvFeed, classFeed      *feed
-	cache                           *cache
-	queue                           *queue
-	selecting                       map[string]string // claim key → node being written to its annotation
-	slots                           chan struct{}     // free binders
-	binders                         sync.WaitGroup
-	mu                              sync.Mutex
-	results                         []bindResult // binds finished, for the loop
-	resultsReady                    chan struct{}
-	alwaysReady                     chan struct{} // closed: a case that is always ready
+	nsFeed, pdbFeed                 *feed
+	// budgetsByKey are the PodDisruptionBudgets, which preemption spares.
+	budgetsByKey map[string]*policyv1.PodDisruptionBudget
+	cache        *cache
+	queue        *queue
+	selecting    map[string]string // claim key → node being written to its annotation
+	slots        chan struct{}     // free binders
+	binders      sync.WaitGroup
+	mu           sync.Mutex
+	results      []bindResult // binds finished, for the loop
+	resultsReady chan struct{}
+	alwaysReady  chan struct{} // closed: a case that is always ready
 }
 
 func (s *Scheduler) newRun() *run {
@@ -135,6 +142,9 @@ func (s *Scheduler) newRun() *run {
 		pvcs:         lookup(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")),
 		pvs:          lookup(corev1.SchemeGroupVersion.WithResource("persistentvolumes")),
 		classes:      lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses")),
+		namespaces:   lookup(corev1.SchemeGroupVersion.WithResource("namespaces")),
+		pdbs:         lookup(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")),
+		budgetsByKey: map[string]*policyv1.PodDisruptionBudget{},
 		cache:        newCache(),
 		queue:        newQueue(s.cfg.InitialBackoff, s.cfg.MaxBackoff, s.cfg.MaxUnschedulable),
 		selecting:    map[string]string{},
@@ -143,14 +153,16 @@ func (s *Scheduler) newRun() *run {
 		alwaysReady:  make(chan struct{}),
 	}
 	close(r.alwaysReady)
-	// Pods and nodes are followed from their current state (and swept of
-	// what went while no watch was open); claims, volumes and classes only
-	// wake unschedulable pods.
+	// Pods, nodes, namespaces and budgets are followed from their current
+	// state (and swept of what went while no watch was open); claims,
+	// volumes and classes only wake unschedulable pods.
 	r.podFeed = &feed{res: r.pods, full: true}
 	r.nodeFeed = &feed{res: r.nodes, full: true}
 	r.pvcFeed = &feed{res: r.pvcs}
 	r.pvFeed = &feed{res: r.pvs}
 	r.classFeed = &feed{res: r.classes}
+	r.nsFeed = &feed{res: r.namespaces, full: true}
+	r.pdbFeed = &feed{res: r.pdbs, full: true}
 	return r
 }
 
@@ -200,7 +212,7 @@ func (r *run) loop(ctx context.Context) {
 	defer flush.Stop()
 	for ctx.Err() == nil {
 		opened := true
-		for _, f := range []*feed{r.podFeed, r.nodeFeed, r.pvcFeed, r.pvFeed, r.classFeed} {
+		for _, f := range []*feed{r.podFeed, r.nodeFeed, r.nsFeed, r.pdbFeed, r.pvcFeed, r.pvFeed, r.classFeed} {
 			if f.ch == nil && !r.open(ctx, f) {
 				opened = false
 			}
@@ -215,7 +227,7 @@ func (r *run) loop(ctx context.Context) {
 		// turns: a pending decision does not wait for a quiet cluster, an
 		// event does not wait for the queue.
 		var ready <-chan struct{}
-		if r.queue.hasActive() && r.podFeed.synced() && r.nodeFeed.synced() {
+		if r.queue.hasActive() && r.podFeed.synced() && r.nodeFeed.synced() && r.nsFeed.synced() {
 			ready = r.alwaysReady
 		}
 		select {
@@ -228,6 +240,10 @@ func (r *run) loop(ctx context.Context) {
 			r.receive(r.podFeed, ev, ok, r.onPod)
 		case ev, ok := <-r.nodeFeed.ch:
 			r.receive(r.nodeFeed, ev, ok, r.onNode)
+		case ev, ok := <-r.nsFeed.ch:
+			r.receive(r.nsFeed, ev, ok, r.onNamespace)
+		case ev, ok := <-r.pdbFeed.ch:
+			r.receive(r.pdbFeed, ev, ok, r.onBudget)
 		case ev, ok := <-r.pvcFeed.ch:
 			r.receive(r.pvcFeed, ev, ok, r.onClaim)
 		case ev, ok := <-r.pvFeed.ch:
@@ -281,20 +297,29 @@ func (r *run) onPod(f *feed, ev registry.WatchEvent) {
 	switch {
 	case ev.Type == watch.Deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		r.queue.remove(key)
+		r.cache.unnominate(key)
 		if r.cache.removePod(key) {
 			r.queue.moveAll(now) // what it took is free
 		}
 	case pod.Spec.NodeName != "":
 		r.queue.remove(key)
+		r.cache.unnominate(key)
+		if _, known := r.cache.pods[key]; !known {
+			r.queue.movePodWaiters(now)
+		}
 		r.cache.addPod(newPodInfo(pod))
 	case pod.Spec.SchedulerName != Name && pod.Spec.SchedulerName != "",
 		pod.DeletionTimestamp != nil,
 		len(pod.Spec.SchedulingGates) > 0:
 		r.queue.remove(key)
+		r.cache.unnominate(key)
 	case r.cache.assumed(key):
 		// Placed, its binding under way: it comes back with its node.
 	default:
 		r.queue.add(pod, now)
+		if node := pod.Status.NominatedNodeName; node != "" && r.cache.nominations[key] != node {
+			r.cache.nominate(newPodInfo(pod), node)
+		}
 	}
 }
 
@@ -313,6 +338,11 @@ func (r *run) sweepPods(seen map[string]bool) {
 	for key := range r.queue.pods {
 		if !seen[key] {
 			r.queue.remove(key)
+		}
+	}
+	for key := range r.cache.nominations {
+		if !seen[key] {
+			r.cache.unnominate(key)
 		}
 	}
 	if freed {
@@ -346,6 +376,66 @@ func (r *run) onNode(f *feed, ev registry.WatchEvent) {
 	}
 }
 
+// onNamespace keeps the namespaces' labels, which inter-pod affinity's
+// namespace selectors select: a change may let pods fit.
+func (r *run) onNamespace(f *feed, ev registry.WatchEvent) {
+	if initialEventsEnd(ev) {
+		for name := range r.cache.namespaces {
+			if !f.seen[name] {
+				delete(r.cache.namespaces, name)
+			}
+		}
+		f.seen = nil
+		return
+	}
+	ns, ok := ev.Object.(*corev1.Namespace)
+	if !ok || ev.Type == watch.Bookmark {
+		return
+	}
+	if f.seen != nil {
+		f.seen[ns.Name] = true
+	}
+	if ev.Type == watch.Deleted {
+		delete(r.cache.namespaces, ns.Name)
+		return
+	}
+	if old, ok := r.cache.namespaces[ns.Name]; !ok || !maps.Equal(old, labels.Set(ns.Labels)) {
+		r.cache.namespaces[ns.Name] = labels.Set(ns.Labels)
+		r.queue.moveAll(r.cfg.Now())
+	}
+}
+
+// onBudget keeps the PodDisruptionBudgets for preemption.
+func (r *run) onBudget(f *feed, ev registry.WatchEvent) {
+	if initialEventsEnd(ev) {
+		for key := range r.budgetsByKey {
+			if !f.seen[key] {
+				delete(r.budgetsByKey, key)
+			}
+		}
+		f.seen = nil
+		return
+	}
+	pdb, ok := ev.Object.(*policyv1.PodDisruptionBudget)
+	if !ok || ev.Type == watch.Bookmark {
+		return
+	}
+	key := pdb.Namespace + "/" + pdb.Name
+	if f.seen != nil {
+		f.seen[key] = true
+	}
+	if ev.Type == watch.Deleted {
+		delete(r.budgetsByKey, key)
+	} else {
+		r.budgetsByKey[key] = pdb
+	}
+}
+
+// budgets lists the PodDisruptionBudgets.
+func (r *run) budgets() []*policyv1.PodDisruptionBudget {
+	return slices.Collect(maps.Values(r.budgetsByKey))
+}
+
 // onClaim: a claim's change may let pods waiting for it fit; a claim that
 // shows its selected node no longer needs this scheduler's memory of it.
 func (r *run) onClaim(f *feed, ev registry.WatchEvent) {
@@ -377,14 +467,28 @@ func (r *run) scheduleOne(ctx context.Context, qp *queuedPod) {
 	n, a, err := r.decide(ctx, info)
 	var fit *fitError
 	switch {
-	case errors.As(err, &fit), errors.Is(err, errNoNodes):
+	case errors.As(err, &fit):
+		// What preemption may do: nominate the pod to a node where it took
+		// pods of lower priority.
+		p := r.preempt(ctx, qp.pod, a, fit)
+		fit.preemption = p.message
+		qp.waitsForPods = fit.waitsForPods()
 		r.queue.requeue(qp, true, r.cfg.Now())
-		r.failed(ctx, qp.pod, corev1.PodReasonUnschedulable, err.Error())
+		if p.node != "" {
+			r.cache.nominate(info, p.node)
+		} else {
+			r.cache.unnominate(qp.key)
+		}
+		r.failed(ctx, qp.pod, corev1.PodReasonUnschedulable, fit.Error(), p.node)
+		observeAttempt(resultUnschedulable, start)
+	case errors.Is(err, errNoNodes):
+		r.queue.requeue(qp, true, r.cfg.Now())
+		r.failed(ctx, qp.pod, corev1.PodReasonUnschedulable, err.Error(), qp.pod.Status.NominatedNodeName)
 		observeAttempt(resultUnschedulable, start)
 	case err != nil:
 		r.log.Warn("scheduler: cannot schedule pod; will retry", "pod", qp.key, "err", err)
 		r.queue.requeue(qp, false, r.cfg.Now())
-		r.failed(ctx, qp.pod, corev1.PodReasonSchedulerError, err.Error())
+		r.failed(ctx, qp.pod, corev1.PodReasonSchedulerError, err.Error(), qp.pod.Status.NominatedNodeName)
 		observeAttempt(resultError, start)
 	default:
 		r.assume(ctx, qp, info, n, a.volumes.claimsToSelect(), start)
@@ -405,28 +509,32 @@ func (r *run) decide(ctx context.Context, info *podInfo) (*nodeInfo, *attempt, e
 		return nil, nil, &fitError{nodes: len(r.cache.list), preFilter: unschedulable}
 	}
 	a := newAttempt(info, volumes)
+	a.prepare(r.cache)
 	feasible := make([]*nodeInfo, 0, len(r.cache.list))
-	var reasons map[string]int
+	var fit *fitError
 	for _, n := range r.cache.list {
 		why := a.filter(n)
 		if len(why) == 0 {
 			feasible = append(feasible, n)
 			continue
 		}
-		if reasons == nil {
-			reasons = map[string]int{}
+		if fit == nil {
+			fit = &fitError{nodes: len(r.cache.list), reasons: map[string]int{}}
 		}
 		for _, reason := range why {
-			reasons[reason]++
+			fit.reasons[reason]++
+		}
+		if resolvable(why) {
+			fit.potential = append(fit.potential, n)
 		}
 	}
 	switch len(feasible) {
 	case 0:
-		return nil, nil, &fitError{nodes: len(r.cache.list), reasons: reasons}
+		return nil, a, fit
 	case 1:
 		return feasible[0], a, nil
 	}
-	return feasible[pick(a.score(feasible))], a, nil
+	return feasible[pick(a.score(r.cache, feasible))], a, nil
 }
 
 // bindResult is a bind's outcome, for the loop.
@@ -443,6 +551,7 @@ type bindResult struct {
 func (r *run) assume(ctx context.Context, qp *queuedPod, info *podInfo, n *nodeInfo, claims []string, start time.Time) {
 	info.node, info.assumed, info.binding = n.name, true, true
 	r.cache.addPod(info)
+	r.queue.movePodWaiters(r.cfg.Now())
 	for _, c := range claims {
 		r.selecting[c] = n.name
 	}
@@ -534,7 +643,7 @@ func (r *run) finishBinds(ctx context.Context) {
 		}
 		r.log.Warn("scheduler: binding failed; will retry", "pod", key, "node", res.info.node, "err", res.err)
 		r.queue.requeue(res.qp, false, now)
-		r.failed(ctx, pod, corev1.PodReasonSchedulerError, fmt.Sprintf("Binding rejected: %v", res.err))
+		r.failed(ctx, pod, corev1.PodReasonSchedulerError, fmt.Sprintf("Binding rejected: %v", res.err), pod.Status.NominatedNodeName)
 	}
 }
 
@@ -543,10 +652,12 @@ var errUnchanged = errors.New("scheduler: pod changed; status left alone")
 
 // failed reports a pod that could not be scheduled, as kube-scheduler
 // does: a FailedScheduling Event, and the PodScheduled condition False
-// with reason and message, written only when it changes.
-func (r *run) failed(ctx context.Context, pod *corev1.Pod, reason, message string) {
+// with reason and message and the node the pod is nominated to, written
+// only when they change.
+func (r *run) failed(ctx context.Context, pod *corev1.Pod, reason, message, nominated string) {
 	r.cfg.Events.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", message)
-	if c := podScheduled(&pod.Status); c != nil && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == message {
+	if c := podScheduled(&pod.Status); c != nil && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == message &&
+		pod.Status.NominatedNodeName == nominated {
 		return
 	}
 	now := metav1.NewTime(r.cfg.Now().UTC().Truncate(time.Second))
@@ -556,16 +667,9 @@ func (r *run) failed(ctx context.Context, pod *corev1.Pod, reason, message strin
 			if cur.UID != pod.UID || cur.Spec.NodeName != "" {
 				return errUnchanged // replaced, or bound meanwhile
 			}
-			cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: message,
-				LastTransitionTime: now}
-			if old := podScheduled(&cur.Status); old != nil {
-				if old.Status == cond.Status {
-					cond.LastTransitionTime = old.LastTransitionTime
-				}
-				*old = cond
-			} else {
-				cur.Status.Conditions = append(cur.Status.Conditions, cond)
-			}
+			setCondition(&cur.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: message,
+				LastTransitionTime: now})
+			cur.Status.NominatedNodeName = nominated
 			return nil
 		})
 		if err != nil && !errors.Is(err, errUnchanged) && !apierrors.IsNotFound(err) && ctx.Err() == nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/isle-cluster/isle/control/events"
 	"github.com/isle-cluster/isle/control/registry"
@@ -88,6 +91,15 @@ func (e *env) start() {
 			t.Errorf("the scheduler did not stop within %v of its context's end", wait)
 		}
 	})
+}
+
+func (e *env) resource(gvr schema.GroupVersionResource) *registry.Resource {
+	e.t.Helper()
+	r, ok := e.Resources().Lookup(gvr)
+	if !ok {
+		e.t.Fatalf("%s not served", gvr)
+	}
+	return r
 }
 
 func (e *env) create(r *registry.Resource, ns string, obj runtime.Object) runtime.Object {
@@ -368,8 +380,8 @@ func TestSchedulerResourcesAcrossBinds(t *testing.T) {
 		t.Fatalf("pods per node %v, want 2 on each 2-CPU node", perNode)
 	}
 	for _, name := range waiting {
-		e.pending(name, "0/2 nodes are available: 2 Insufficient cpu.")
-		e.event(e.get(name), corev1.EventTypeWarning, "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu.")
+		e.pending(name, "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
+		e.event(e.get(name), corev1.EventTypeWarning, "FailedScheduling", "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
 	}
 
 	// A new node: the waiting pods are tried again and fit there.
@@ -382,7 +394,7 @@ func TestSchedulerResourcesAcrossBinds(t *testing.T) {
 
 	// A pod that fits nowhere waits until a pod is deleted.
 	e.pod("late", cpu("1"))
-	e.pending("late", "0/3 nodes are available: 3 Insufficient cpu.")
+	e.pending("late", "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
 	victim := perNode["b"][0]
 	zero := int64(0)
 	if _, _, err := e.Delete(e.ctx, e.pods, "default", victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -441,7 +453,7 @@ func TestSchedulerTaintsSelectorsAffinity(t *testing.T) {
 
 	e.pod("nvme", selector("disk", "nvme"))
 	e.pending("nvme", "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) were unschedulable, "+
-		"2 node(s) didn't match Pod's node affinity/selector.")
+		"2 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
 	// A node gets the label: the pod fits there now.
 	e.updateNode("plain", "", func(n *corev1.Node) { n.Labels["disk"] = "nvme" })
 	if node := e.bound("nvme"); node != "plain" {
@@ -495,7 +507,8 @@ func TestSchedulerMixedArch(t *testing.T) {
 	}
 	// Images for arm only, a selector for arm64: nowhere.
 	e.pod("contradiction", archAnnotation("arm"), selector(corev1.LabelArchStable, "arm64"))
-	e.pending("contradiction", "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.")
+	e.pending("contradiction", "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector. "+
+		"preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
 }
 
 func TestSchedulerUnschedulableMessage(t *testing.T) {
@@ -511,7 +524,8 @@ func TestSchedulerUnschedulableMessage(t *testing.T) {
 	for _, n := range []string{"pi-4", "pi-5"} {
 		e.node(n, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown })
 	}
-	const want = "0/5 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 3 Insufficient memory."
+	const want = "0/5 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 3 Insufficient memory. " +
+		"preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod."
 	e.pending("early", want)
 	p := e.get("early")
 	ev := e.event(p, corev1.EventTypeWarning, "FailedScheduling", want)
@@ -559,9 +573,9 @@ func TestSchedulerVolumes(t *testing.T) {
 	// Missing claim, then unbound immediate
 	{
 		e.pod("no-claim", claim("later"))
-		e.pending("no-claim", `0/3 nodes are available: persistentvolumeclaim "later" not found.`)
+		e.pending("no-claim", `0/3 nodes are available: persistentvolumeclaim "later" not found. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.`)
 		pvc("later", "nfs", "")
-		e.pending("no-claim", "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+		e.pending("no-claim", "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 	}
 
 	// Bound to a volume on one node
@@ -582,7 +596,8 @@ func TestSchedulerVolumes(t *testing.T) {
 		localPV("disk-3", "pi-3")
 		pvc("data-3", "local", "disk-3")
 		e.pod("stuck", claim("data-3"))
-		e.pending("stuck", "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had volume node affinity conflict.")
+		e.pending("stuck", "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had volume node affinity conflict. "+
+			"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 		e.updateNode("pi-3", "", func(n *corev1.Node) { n.Spec.Unschedulable = false })
 		if node := e.bound("stuck"); node != "pi-3" {
 			t.Errorf("bound to %s after uncordon, want pi-3", node)
@@ -593,7 +608,8 @@ func TestSchedulerVolumes(t *testing.T) {
 	{
 		pvc("ghost", "local", "no-such-volume")
 		e.pod("haunted", claim("ghost"))
-		e.pending("haunted", "0/3 nodes are available: 3 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s).")
+		e.pending("haunted", "0/3 nodes are available: 3 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s). "+
+			"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 	}
 
 	// Wait for first consumer
@@ -670,4 +686,132 @@ func TestSchedulerIgnoresOtherSchedulersAndGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.bound("gated")
+}
+
+func TestSchedulerPodAffinity(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"a", "b", "c"} {
+		e.node(n)
+	}
+	e.start()
+	labelled := func(app string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{"app": app} }
+	}
+	sel := func(app string) []corev1.PodAffinityTerm {
+		return []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	}
+	// Three replicas that must not share a board take the three boards;
+	// a fourth fits none.
+	antiWeb := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel("web")}}
+	}
+	nodes := map[string]bool{}
+	for i := range 3 {
+		e.pod(fmt.Sprintf("web-%d", i), labelled("web"), antiWeb)
+	}
+	for i := range 3 {
+		nodes[e.bound(fmt.Sprintf("web-%d", i))] = true
+	}
+	if len(nodes) != 3 {
+		t.Errorf("three replicas on nodes %v, want three nodes", slices.Collect(maps.Keys(nodes)))
+	}
+	e.pod("web-3", labelled("web"), antiWeb)
+	e.pending("web-3", "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "+
+		"preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
+
+	// A pod that must be beside a db pod waits for one, and is placed
+	// beside it as soon as it is placed.
+	e.pod("cache", labelled("cache"), func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel("db")}}
+	})
+	e.pending("cache", "0/3 nodes are available: 3 node(s) didn't match pod affinity rules. "+
+		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+	e.pod("db", labelled("db"), selector(corev1.LabelHostname, "b"))
+	if got := e.bound("cache"); got != "b" {
+		t.Errorf("cache pod on %s, want b beside the db pod", got)
+	}
+}
+
+func TestSchedulerPreemption(t *testing.T) {
+	e := newEnv(t)
+	classes := e.resource(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
+	for name, value := range map[string]int32{"low": 10, "high": 1000} {
+		e.create(classes, "", &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
+	}
+	never := corev1.PreemptNever
+	e.create(classes, "", &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high-never"}, Value: 1000, PreemptionPolicy: &never})
+	for _, n := range []string{"a", "b"} {
+		e.node(n, allocatable("2", "8Gi"))
+	}
+	e.start()
+	class := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.PriorityClassName = name }
+	}
+	app := func(v string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{"app": v} }
+	}
+	e.pod("guarded", class("low"), app("guarded"), cpu("1500m"), selector(corev1.LabelHostname, "a"))
+	e.pod("spare", class("low"), app("spare"), cpu("1500m"), selector(corev1.LabelHostname, "b"))
+	e.bound("guarded")
+	e.bound("spare")
+	// A budget allows no disruption of the guarded pod.
+	pdbs := e.resource(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"))
+	one := intstr.FromInt32(1)
+	e.create(pdbs, "default", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}})
+	if _, err := e.Mutate(e.ctx, pdbs, "default", "guarded", "status", func(obj runtime.Object) error {
+		obj.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A pod that may not preempt waits, and says why.
+	e.pod("polite", class("high-never"), cpu("1"))
+	e.pending("polite", "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.")
+	if _, _, err := e.Delete(e.ctx, e.pods, "default", "polite", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A pod of higher priority takes the place of the pod no budget
+	// guards, and is nominated to its node.
+	urgent := e.pod("urgent", class("high"), cpu("1"))
+	var victim *corev1.Pod
+	eventually(t, "the spare pod is preempted", func() bool {
+		victim = e.get("spare")
+		return victim.DeletionTimestamp != nil
+	})
+	if c := findCondition(victim.Status.Conditions, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue ||
+		c.Reason != corev1.PodReasonPreemptionByScheduler || c.Message != "default-scheduler: preempting to accommodate a higher priority pod" {
+		t.Errorf("victim's DisruptionTarget condition %+v", c)
+	}
+	e.event(victim, corev1.EventTypeNormal, "Preempted", fmt.Sprintf("Preempted by pod %s on node b", urgent.UID))
+	if p := e.get("guarded"); p.DeletionTimestamp != nil {
+		t.Error("the pod the budget guards was preempted")
+	}
+	eventually(t, "urgent is nominated to b", func() bool { return e.get("urgent").Status.NominatedNodeName == "b" })
+	e.pending("urgent", "0/2 nodes are available: 2 Insufficient cpu.")
+
+	// No second preemption while the victim terminates.
+	if p := e.get("guarded"); p.DeletionTimestamp != nil {
+		t.Error("a second pod was preempted while the first terminates")
+	}
+	// The board confirms the victim's end: the pod takes its place.
+	zero := int64(0)
+	if _, _, err := e.Delete(e.ctx, e.pods, "default", "spare", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.bound("urgent"); got != "b" {
+		t.Errorf("urgent bound to %s, want b", got)
+	}
+}
+
+func findCondition(cs []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }

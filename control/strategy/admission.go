@@ -5,9 +5,10 @@ import (
 )
 
 // What Kubernetes' default admission plugins write into every new Pod, as
-// far as it needs no other object: the Priority plugin's preemption
-// policy, the DefaultTolerationSeconds plugin's tolerations and
-// the ServiceAccount plugin's default account name. (The service account
+// far as it needs no other object: the DefaultTolerationSeconds plugin's
+// tolerations and the ServiceAccount plugin's default account name (the
+// Priority plugin's priority and preemption policy come from the
+// PriorityClasses, in the registry's admission). (The service account
 // token volume needs the token machinery and is not added here.)
 
 // Priority values of the built-in PriorityClasses.
@@ -27,20 +28,10 @@ const defaultServiceAccountName = "default"
 
 // admitPod applies the admission defaults to a Pod.
 func admitPod(p *corev1.Pod) {
-	admitPriority(&p.Spec)
 	admitTolerations(&p.Spec)
 	if p.Spec.ServiceAccountName == "" {
 		p.Spec.ServiceAccountName = defaultServiceAccountName
 		p.Spec.DeprecatedServiceAccount = defaultServiceAccountName
-	}
-}
-
-// admitPriority defaults the pod's preemption policy; its priority comes
-// from its PriorityClass, which the registry's admission reads
-// (PodPriority).
-func admitPriority(s *corev1.PodSpec) {
-	if s.PreemptionPolicy == nil {
-		s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
 	}
 }
 

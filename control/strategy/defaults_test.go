@@ -45,7 +45,7 @@ func TestDefault(t *testing.T) {
 			  "spec": {
 			    "containers": [{"name": "nginx", "image": "nginx", "imagePullPolicy": "Always", "resources": {},
 			      "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
-			    "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+			    "dnsPolicy": "ClusterFirst", "enableServiceLinks": true,
 			    "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
 			    "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
 			    "tolerations": [
@@ -90,7 +90,7 @@ func TestDefault(t *testing.T) {
 			      {"name": "sec", "secret": {"secretName": "sec", "defaultMode": 420}}, {"name": "host", "hostPath": {"path": "/data", "type": ""}},
 			      {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels"}}], "defaultMode": 420}},
 			      {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}], "defaultMode": 420}}],
-			    "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+			    "dnsPolicy": "ClusterFirst", "enableServiceLinks": true,
 			    "priorityClassName": "system-node-critical", "restartPolicy": "OnFailure",
 			    "schedulerName": "default-scheduler", "securityContext": {},
 			    "serviceAccount": "builder", "serviceAccountName": "builder", "terminationGracePeriodSeconds": 30,
@@ -105,7 +105,7 @@ func TestDefault(t *testing.T) {
 			    "containers": [{"name": "c", "image": "c:latest", "imagePullPolicy": "Always", "resources": {},
 			      "ports": [{"containerPort": 9100, "hostPort": 9100, "protocol": "TCP"}],
 			      "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
-			    "dnsPolicy": "ClusterFirstWithHostNet", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+			    "dnsPolicy": "ClusterFirstWithHostNet", "enableServiceLinks": true,
 			    "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
 			    "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
 			    "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"},

@@ -15,11 +15,14 @@ var Pod = &Kind[*corev1.Pod]{namespaced: true, defaults: defaultPod, create: val
 	onCreate: func(o *corev1.Pod) {
 		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(o)}
 	},
-	// The priority admission set on create stays, as the Priority admission
-	// plugin keeps it on update.
+	// The priority and preemption policy admission set on create stay, as
+	// the Priority admission plugin keeps them on update.
 	onUpdate: func(o, old *corev1.Pod) {
 		if o.Spec.Priority == nil {
 			o.Spec.Priority = old.Spec.Priority
+		}
+		if o.Spec.PreemptionPolicy == nil {
+			o.Spec.PreemptionPolicy = old.Spec.PreemptionPolicy
 		}
 	},
 	statusMeta:  keepWriterMeta,

@@ -140,6 +140,9 @@ type Agent struct {
 	report  *nodeReport
 	pods    *pods.Manager // nil: the board runs no containers
 	net     *podNetwork   // nil: the board runs no containers
+	// listImages lists the runtime's images for the Node's status; nil
+	// without a runtime.
+	listImages func(context.Context) ([]containers.ImageInfo, error)
 	// checkMu serializes checkPressure (the pressure loop, watchRuntime).
 	checkMu sync.Mutex
 	// nodeLost is set while the control plane holds the Node not Ready
@@ -233,6 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if a.pods, err = a.startPods(rt); err != nil {
 			return err
 		}
+		a.listImages = rt.Images
 	}
 	if err := a.cfg.streamDefaults(); err != nil {
 		return err

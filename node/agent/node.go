@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isle-cluster/isle/hw"
@@ -83,6 +84,9 @@ type nodeReport struct {
 
 	mu       sync.Mutex
 	pressure pressure // the latest evaluation
+	// images are the board's images as status.images lists them (the
+	// latest reading, refreshImages); postedImages those last written.
+	images, postedImages []corev1.ContainerImage
 	// runtimeDown is whether containerd stopped answering (watchRuntime).
 	runtimeDown atomic.Bool
 	// blocked says why the board cannot run pods at all (set at start:
@@ -189,7 +193,7 @@ func nodeResources(cfg Config, f hw.Facts, storage int64) (capacity, allocatable
 // is, its pressure, and that it is ready.
 func (r *nodeReport) status(now time.Time) corev1.NodeStatus {
 	r.mu.Lock()
-	p := r.pressure
+	p, images := r.pressure, slices.Clone(r.images)
 	r.mu.Unlock()
 	return corev1.NodeStatus{
 		Capacity:    r.capacity.DeepCopy(),
@@ -197,6 +201,7 @@ func (r *nodeReport) status(now time.Time) corev1.NodeStatus {
 		Conditions:  p.conditions(now),
 		Addresses:   slices.Clone(r.addresses),
 		NodeInfo:    r.info,
+		Images:      images,
 	}
 }
 
@@ -233,6 +238,9 @@ func applyStatus(n *corev1.Node, want corev1.NodeStatus) bool {
 	}
 	if old.DaemonEndpoints != want.DaemonEndpoints {
 		n.Status.DaemonEndpoints, changed = want.DaemonEndpoints, true
+	}
+	if want.Images != nil && !equality.Semantic.DeepEqual(old.Images, want.Images) {
+		n.Status.Images, changed = want.Images, true
 	}
 	for _, c := range want.Conditions {
 		i := conditionIndex(n.Status.Conditions, c.Type)

@@ -185,9 +185,9 @@ func (a *Agent) pressureLoop(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// checkPressure re-evaluates the board's pressure and writes the Node's
-// status when a condition's status changed since the last write. Nothing
-// is written otherwise: gossip, not heartbeats, tells the control plane
+// checkPressure re-evaluates the board's pressure and reads its images,
+// and writes the Node's status when a condition's status or the images
+// changed since the last write. Nothing is written otherwise: gossip, not heartbeats, tells the control plane
 // that the board is alive.
 func (a *Agent) checkPressure(ctx context.Context) error {
 	a.checkMu.Lock() // the pressure loop and watchRuntime
@@ -196,7 +196,11 @@ func (a *Agent) checkPressure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if p == a.report.posted {
+	imagesChanged, err := a.refreshImages(ctx)
+	if err != nil {
+		a.log.Debug("agent: images not listed", "err", err)
+	}
+	if p == a.report.posted && !imagesChanged {
 		return nil
 	}
 	name := a.cfg.Credential.Name
@@ -215,6 +219,12 @@ func (a *Agent) checkPressure(ctx context.Context) error {
 		if !apierrors.IsConflict(err) || try == maxStatusTries {
 			return fmt.Errorf("agent: %w", err)
 		}
+	}
+	a.report.mu.Lock()
+	a.report.postedImages = slices.Clone(a.report.images)
+	a.report.mu.Unlock()
+	if p == a.report.posted {
+		return nil // only the images changed
 	}
 	a.log.Info("agent: board pressure changed", "memory", p.memory, "disk", p.disk, "pids", p.pids)
 	for _, c := range powerChanges(a.report.posted, p) {

@@ -22,6 +22,8 @@ type results struct {
 	pods      batch // pending Pod creates
 	placement placement
 	deploy    deployment
+	antiPods  batch     // anti-affinity Pod creates
+	anti      placement // the anti-affinity pods, placed once the label comes
 	// attempts are the scheduler's attempts by result, over the whole run.
 	attempts      map[string]float64
 	eventsDropped float64
@@ -46,8 +48,9 @@ type placement struct {
 	elapsed time.Duration // from the first Node create to the last pod bound
 	writes  float64       // raft entries applied meanwhile, the Nodes' excluded
 	// minPerNode and maxPerNode count the pods of the busiest and idlest
-	// nodes; wrongArch the pods selecting arm64 bound elsewhere.
-	minPerNode, maxPerNode, wrongArch int
+	// nodes; wrongArch the pods selecting arm64 bound elsewhere;
+	// groupClash the anti-affinity pods beside another of their group.
+	minPerNode, maxPerNode, wrongArch, groupClash int
 }
 
 // deployment: a Deployment created, its pods bound.
@@ -125,6 +128,11 @@ func measure(ctx context.Context, srv *isleserver.Server, c *kubernetes.Clientse
 	place.stop()
 	deployed.stop()
 
+	// Anti-affinity on every pod, on the loaded cluster.
+	if err := measureAnti(ctx, c, o, &res); err != nil {
+		return res, err
+	}
+
 	if res.attempts, err = attempts(ctx, srv); err != nil {
 		return res, err
 	}
@@ -136,6 +144,46 @@ func measure(ctx context.Context, srv *isleserver.Server, c *kubernetes.Clientse
 	res.notReady, err = notReadyNodes(ctx, c)
 	res.nodesAge = time.Since(nodesCreated)
 	return res, err
+}
+
+// measureAnti creates the anti-affinity pods, which wait for nodes of
+// their own, then as many nodes again as the first ones, and times their
+// placement. (The first nodes, without boards, are marked unreachable by
+// now.) Every decision still weighs every pod placed so far.
+func measureAnti(ctx context.Context, c *kubernetes.Clientset, o options, res *results) error {
+	anti, err := startTracker(ctx, c, antiLabel)
+	if err != nil {
+		return err
+	}
+	defer anti.stop()
+	slog.Info("creating pending pods with anti-affinity", "pods", o.antiPods, "group", o.antiGroup)
+	res.antiPods = createAll(ctx, o.antiPods, o.writers, func(ctx context.Context, i int) error {
+		_, err := c.CoreV1().Pods(namespace).Create(ctx, antiPod(i, o.antiGroup), metav1.CreateOptions{})
+		return err
+	})
+	if res.antiPods.count == 0 {
+		return fmt.Errorf("create anti-affinity pods: none was created: %w", res.antiPods.firstErr)
+	}
+	if err := anti.waitFor(ctx, "every anti-affinity pod tried once", func(t *tracker) bool { return len(t.unschedulable) >= res.antiPods.count }); err != nil {
+		return err
+	}
+	slog.Info("creating nodes for them", "nodes", o.nodes)
+	labelled := time.Now()
+	b := createAll(ctx, o.nodes, o.writers, func(ctx context.Context, i int) error {
+		node := benchNode(o.nodes + i)
+		node.Labels[antiNodeLabel] = "true"
+		_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		return err
+	})
+	if b.failed > 0 {
+		return fmt.Errorf("create nodes: %d failed: %w", b.failed, b.firstErr)
+	}
+	if err := anti.waitFor(ctx, "every anti-affinity pod bound", func(t *tracker) bool { return len(t.bound) >= res.antiPods.count }); err != nil {
+		return err
+	}
+	res.anti = anti.placement(labelled)
+	res.anti.groupClash = anti.groupClashes()
+	return nil
 }
 
 // createAll calls create(i) for i in [0, n) from writers goroutines.
@@ -167,11 +215,14 @@ type tracker struct {
 	mu            sync.Mutex
 	changed       chan struct{} // closed and replaced on every change
 	bound         map[string]string
+	groups        map[string]string // anti-affinity group of each pod
 	arm64Only     map[string]bool
 	unschedulable map[string]bool
-	last          time.Time
-	cancel        context.CancelFunc
-	c             *kubernetes.Clientset
+	// why is the latest PodScheduled message of a pod not bound.
+	why    map[string]string
+	last   time.Time
+	cancel context.CancelFunc
+	c      *kubernetes.Clientset
 }
 
 // startTracker lists the app's pods (none yet) and watches them from there.
@@ -182,8 +233,8 @@ func startTracker(ctx context.Context, c *kubernetes.Clientset, app string) (*tr
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	t := &tracker{changed: make(chan struct{}), bound: map[string]string{}, arm64Only: map[string]bool{},
-		unschedulable: map[string]bool{}, cancel: cancel, c: c}
+	t := &tracker{changed: make(chan struct{}), bound: map[string]string{}, groups: map[string]string{}, arm64Only: map[string]bool{},
+		unschedulable: map[string]bool{}, why: map[string]string{}, cancel: cancel, c: c}
 	go t.watch(ctx, sel, list.ResourceVersion)
 	return t, nil
 }
@@ -226,6 +277,9 @@ func (t *tracker) observe(pod *corev1.Pod) {
 	if pod.Spec.NodeSelector[corev1.LabelArchStable] == "arm64" {
 		t.arm64Only[pod.Name] = true
 	}
+	if g, ok := pod.Labels[antiGroup]; ok {
+		t.groups[pod.Name] = g
+	}
 	if pod.Spec.NodeName != "" {
 		if _, seen := t.bound[pod.Name]; !seen {
 			t.bound[pod.Name] = pod.Spec.NodeName
@@ -235,6 +289,7 @@ func (t *tracker) observe(pod *corev1.Pod) {
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
 				t.unschedulable[pod.Name] = true
+				t.why[pod.Name] = c.Message
 			}
 		}
 	}
@@ -249,6 +304,13 @@ func (t *tracker) waitFor(ctx context.Context, what string, cond func(*tracker) 
 		t.mu.Lock()
 		ok, changed := cond(t), t.changed
 		bound, unschedulable := len(t.bound), len(t.unschedulable)
+		var example string
+		for pod, why := range t.why {
+			if _, ok := t.bound[pod]; !ok {
+				example = fmt.Sprintf("; %s: %s", pod, why)
+				break
+			}
+		}
 		t.mu.Unlock()
 		if ok {
 			return nil
@@ -257,7 +319,7 @@ func (t *tracker) waitFor(ctx context.Context, what string, cond func(*tracker) 
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
 		case <-deadline:
-			return fmt.Errorf("wait for %s: not within two minutes (%d bound, %d found unschedulable)", what, bound, unschedulable)
+			return fmt.Errorf("wait for %s: not within two minutes (%d bound, %d found unschedulable%s)", what, bound, unschedulable, example)
 		case <-changed:
 		}
 	}
@@ -289,6 +351,25 @@ func (t *tracker) placement(start time.Time) placement {
 		}
 	}
 	return p
+}
+
+// groupClashes counts the pods bound beside another of their
+// anti-affinity group.
+func (t *tracker) groupClashes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	type place struct{ group, node string }
+	seen := map[place]int{}
+	for pod, node := range t.bound {
+		if g, ok := t.groups[pod]; ok {
+			seen[place{g, node}]++
+		}
+	}
+	clashes := 0
+	for _, n := range seen {
+		clashes += n - 1
+	}
+	return clashes
 }
 
 // benchNodeArch is the architecture benchNode gave the node of that name.

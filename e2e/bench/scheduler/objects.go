@@ -15,6 +15,13 @@ const (
 	namespace   = "default"
 	placeLabel  = "bench-place"  // app label of the pending pods
 	deployLabel = "bench-deploy" // app label of the Deployment's pods
+	antiLabel   = "bench-anti"   // app label of the pods with anti-affinity
+	// antiGroup labels each anti-affinity pod with its group: no two
+	// pods of a group may share a node.
+	antiGroup = "bench-group"
+	// antiNodeLabel marks the Nodes the anti-affinity pods may use, which
+	// the benchmark creates once those pods wait.
+	antiNodeLabel = "bench.isle.dev/anti"
 	// podsPerNode is each node's pod capacity, Kubernetes' default.
 	podsPerNode = 110
 	// benchNodeLabel marks the benchmark's Nodes, and every pod selects
@@ -78,4 +85,22 @@ func benchDeployment(replicas int32) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: benchPodSpec()},
 		},
 	}
+}
+
+// antiPod is anti-affinity pod i of groups of groupSize: it requires a
+// node without another pod of its group (kubernetes.io/hostname), and a
+// node labelled antiNodeLabel; it requests 4 MiB.
+func antiPod(i, groupSize int) *corev1.Pod {
+	group := fmt.Sprintf("g%03d", i/groupSize)
+	spec := benchPodSpec()
+	spec.NodeSelector[antiNodeLabel] = "true"
+	// Less memory than the others: the arm nodes' 1 GiB is mostly taken.
+	spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("4Mi")
+	spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": antiLabel, antiGroup: group}},
+		}}}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("anti-%05d", i), Labels: map[string]string{"app": antiLabel, antiGroup: group}},
+		Spec: spec}
 }
