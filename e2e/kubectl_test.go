@@ -193,6 +193,7 @@ func TestKubectl(t *testing.T) {
 	t.Run("OpenAPI clients", func(t *testing.T) { openAPIClients(t, bin, c) })
 	t.Run("the Gateway API's CRDs", func(t *testing.T) { gatewayAPICRDs(t, bin, c) })
 	t.Run("a node's credential", func(t *testing.T) { nodeProbes(t, bin, c) })
+	t.Run("a student's namespace: quota and limits", func(t *testing.T) { quotaAndLimits(t, bin, c) })
 	t.Run("isle user", func(t *testing.T) { userAccounts(t, bin, c) })
 	t.Run("CertificateSigningRequest", func(t *testing.T) { csrFlow(t, bin, c) })
 	t.Run("service-account token", func(t *testing.T) { serviceAccountToken(t, bin, c) })
@@ -445,4 +446,54 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 			}
 		}
 	})
+}
+
+// quotaAndLimits sets up a student's namespace as a teacher would, with
+// kubectl create quota and a LimitRange, and checks what kubectl shows
+// of them and the refusals it prints.
+func quotaAndLimits(t *testing.T, bin string, c *storeCluster) {
+	k := newKubectl(t, bin, c.members[0])
+	k.ok(t, "create", "namespace", "student-1")
+	k.ok(t, "create", "quota", "student", "-n", "student-1", "--hard=pods=3,requests.cpu=1,limits.memory=1Gi,count/configmaps=3")
+	if _, errOut, err := k.run(`apiVersion: v1
+kind: LimitRange
+metadata: {name: limits, namespace: student-1}
+spec:
+  limits:
+  - type: Container
+    max: {memory: 512Mi}
+    default: {cpu: 200m, memory: 256Mi}
+    defaultRequest: {cpu: 100m, memory: 128Mi}
+`, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply the LimitRange: %v\n%s", err, errOut)
+	}
+	mustMatch(t, "describe limitrange", k.ok(t, "describe", "limitrange", "limits", "-n", "student-1"),
+		`(?m)^Container +memory +- +512Mi +128Mi +256Mi +-$`, `(?m)^Container +cpu +- +- +100m +200m +-$`)
+	// A pod without resources gets the defaults.
+	k.ok(t, "run", "first", "-n", "student-1", "--image=busybox", "--restart=Never")
+	if got := k.ok(t, "get", "pod", "first", "-n", "student-1", "-o", "jsonpath={.spec.containers[0].resources}"); got !=
+		`{"limits":{"cpu":"200m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"128Mi"}}` {
+		t.Errorf("the defaulted pod's resources: %s", got)
+	}
+	waitFor(t, 10*time.Second, "the quota's use counted", func() bool {
+		out, _, _ := k.run("", "get", "quota", "student", "-n", "student-1")
+		return regexp.MustCompile(`student +count/configmaps: 1/3, pods: 1/3, requests.cpu: 100m/1 +limits.memory: 256Mi/1Gi +\d+s`).MatchString(out)
+	})
+	mustMatch(t, "describe quota", k.ok(t, "describe", "quota", "student", "-n", "student-1"),
+		`(?m)^Resource +Used +Hard$`, `(?m)^requests.cpu +100m +1$`, `(?m)^pods +1 +3$`)
+	refused := func(manifest, want string) {
+		t.Helper()
+		out, errOut, err := k.run(manifest, "create", "-n", "student-1", "-f", "-")
+		if err == nil || !strings.Contains(errOut, want) {
+			t.Errorf("create: %v %s%s, want the error %q", err, out, errOut, want)
+		}
+	}
+	pod := func(name, resources string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  containers: [{name: c, image: busybox, resources: " + resources + "}]\n"
+	}
+	refused(pod("greedy", "{requests: {cpu: 950m}}"),
+		`Error from server (Forbidden): error when creating "STDIN": pods "greedy" is forbidden: exceeded quota: student, requested: requests.cpu=950m, used: requests.cpu=100m, limited: requests.cpu=1`)
+	refused(pod("hungry", "{limits: {memory: 1Gi}}"),
+		`pods "hungry" is forbidden: maximum memory usage per Container is 512Mi, but limit is 1Gi`)
+	k.ok(t, "delete", "namespace", "student-1", "--wait=false")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/controllers/namespace"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
+	"github.com/isle-cluster/isle/control/controllers/quota"
 	"github.com/isle-cluster/isle/control/controllers/replicaset"
 	"github.com/isle-cluster/isle/control/controllers/rootca"
 	"github.com/isle-cluster/isle/control/controllers/sasecrets"
@@ -109,6 +110,7 @@ func Table(store *registry.Store, log *slog.Logger, opts ...Option) []kit.Contro
 		deployment.New(store, log.With("controller", "deployment"), ev.Recorder("deployment-controller")),
 		replicaset.New(store, log.With("controller", "replicaset"), ev.Recorder("replicaset-controller")),
 		disruption.New(store, log.With("controller", "disruption"), ev.Recorder("controllermanager")),
+		quota.New(store, log.With("controller", "resourcequota")),
 		cronjob.New(store, log.With("controller", "cronjob"), ev.Recorder("cronjob-controller")),
 		statefulset.New(store, log.With("controller", "statefulset"), ev.Recorder("statefulset-controller")),
 		replicaset.NewReplicationControllers(store, log.With("controller", "replicationcontroller"), ev.Recorder("replication-controller")),

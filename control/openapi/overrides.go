@@ -72,6 +72,7 @@ var structTypes = map[string]string{
 	"io.k8s.api.core.v1.ObjectReference":                    "atomic",
 	"io.k8s.api.core.v1.ResourceFieldSelector":              "atomic",
 	"io.k8s.api.core.v1.SecretKeySelector":                  "atomic",
+	"io.k8s.api.core.v1.ScopeSelector":                      "atomic",
 	"io.k8s.api.core.v1.SecretReference":                    "atomic",
 	"io.k8s.api.core.v1.TopologySelectorTerm":               "atomic",
 	"io.k8s.api.core.v1.TypedLocalObjectReference":          "atomic",

@@ -17,7 +17,7 @@ var byResource = map[schema.GroupResource]*Printer{
 	gr("", "services"): Services, gr("", "configmaps"): ConfigMaps, gr("", "podtemplates"): PodTemplates,
 	gr("", "secrets"): Secrets, gr("", "serviceaccounts"): ServiceAccounts, gr("", "events"): Events,
 	gr("", "persistentvolumes"): PersistentVolumes, gr("", "persistentvolumeclaims"): PersistentVolumeClaims,
-	gr("", "endpoints"): Endpoints, gr("apps", "deployments"): Deployments, gr("apps", "replicasets"): ReplicaSets,
+	gr("", "endpoints"): Endpoints, gr("", "resourcequotas"): ResourceQuotas, gr("", "limitranges"): LimitRanges, gr("apps", "deployments"): Deployments, gr("apps", "replicasets"): ReplicaSets,
 	gr("apps", "daemonsets"): DaemonSets, gr("batch", "jobs"): Jobs, gr("batch", "cronjobs"): CronJobs,
 	gr("apps", "statefulsets"): StatefulSets, gr("apps", "controllerrevisions"): ControllerRevisions,
 	gr("", "replicationcontrollers"): ReplicationControllers, gr("policy", "poddisruptionbudgets"): PodDisruptionBudgets,

@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -223,7 +225,7 @@ func TestRowsErrors(t *testing.T) {
 		{"nil pod list", (*corev1.PodList)(nil), ErrNilObject},
 		{"nil v2 hpa", (*autoscalingv2.HorizontalPodAutoscaler)(nil), ErrNilObject},
 		{"type without printer", &corev1.Binding{}, ErrUnknownType},
-		{"list without printer", &corev1.LimitRangeList{}, ErrUnknownType},
+		{"list without printer", &corev1.ComponentStatusList{}, ErrUnknownType},
 		{"status", &metav1.Status{}, ErrUnknownType},
 	}
 	for _, tt := range tests {
@@ -293,5 +295,18 @@ func TestAge(t *testing.T) {
 				t.Errorf("since: %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestResourceQuotaRow(t *testing.T) {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", CreationTimestamp: metav1.NewTime(now.Add(-90 * time.Second))},
+		Status: corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{"pods": resource.MustParse("10"), "requests.cpu": resource.MustParse("2"), "limits.memory": resource.MustParse("2Gi")},
+			Used: corev1.ResourceList{"pods": resource.MustParse("3"), "requests.cpu": resource.MustParse("500m")},
+		}}
+	got := printResourceQuota(q, now)
+	want := []interface{}{"compute", "pods: 3/10, requests.cpu: 500m/2", "limits.memory: 0/2Gi", "90s"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

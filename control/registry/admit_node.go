@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// PodAdmission applies a new pod's service account (admit_serviceaccount.go),
+// PodAdmission applies a new pod's LimitRanges (admit_quota.go), service account (admit_serviceaccount.go),
 // priority (admit_priority.go) and RuntimeClass, as Kubernetes' RuntimeClass admission plugin does: a
 // pod naming a RuntimeClass that does not exist is refused, the class's
 // pod overhead is set on the pod (one it already has must be the same),
@@ -20,6 +20,9 @@ import (
 // pod's.
 var PodAdmission = &Admission{
 	Create: func(ctx context.Context, s *Store, obj runtime.Object) error {
+		if err := s.admitLimits(ctx, obj); err != nil {
+			return err
+		}
 		if err := s.admitServiceAccount(ctx, obj.(*corev1.Pod)); err != nil {
 			return err
 		}

@@ -42,7 +42,10 @@ var PersistentVolumeClaimAdmission = &Admission{
 	Create: func(ctx context.Context, s *Store, obj runtime.Object) error {
 		pvc := obj.(*corev1.PersistentVolumeClaim)
 		pvc.Finalizers = addFinalizer(pvc.Finalizers, FinalizerPVCProtection)
-		return s.admitDefaultStorageClass(ctx, pvc)
+		if err := s.admitDefaultStorageClass(ctx, pvc); err != nil {
+			return err
+		}
+		return s.admitLimits(ctx, pvc)
 	},
 }
 

@@ -49,6 +49,10 @@ func Table() []*Resource {
 		kind(core, "replicationcontrollers", "ReplicationController", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{},
 			strategy.ReplicationController, printers.ReplicationControllers).
 			short("rc").inAll().status().scale(strategy.ReplicationControllerReplicas, strategy.SetReplicationControllerReplicas),
+		kind(core, "resourcequotas", "ResourceQuota", true, &corev1.ResourceQuota{}, &corev1.ResourceQuotaList{}, strategy.ResourceQuota, printers.ResourceQuotas).
+			short("quota").status(),
+		kind(core, "limitranges", "LimitRange", true, &corev1.LimitRange{}, &corev1.LimitRangeList{}, strategy.LimitRange, printers.LimitRanges).
+			short("limits"),
 		kind(core, "podtemplates", "PodTemplate", true, &corev1.PodTemplate{}, &corev1.PodTemplateList{}, strategy.PodTemplate, printers.PodTemplates),
 		kind(core, "serviceaccounts", "ServiceAccount", true, &corev1.ServiceAccount{}, &corev1.ServiceAccountList{}, strategy.ServiceAccount, printers.ServiceAccounts).
 			short("sa").extra("token"),

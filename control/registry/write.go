@@ -120,6 +120,13 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		if err := s.admitCreate(ctx, r, obj); err != nil {
 			return nil, err
 		}
+		// The quotas last, as Kubernetes' ResourceQuota plugin, once: a
+		// retry allocates again, it uses no more.
+		if attempt == 0 {
+			if err := s.admitQuota(ctx, r, obj, opts.DryRun); err != nil {
+				return nil, err
+			}
+		}
 		out, err := s.storeNew(ctx, r, obj, opts)
 		var taken *claimTakenError
 		if !errors.As(err, &taken) {

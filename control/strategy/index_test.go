@@ -30,7 +30,7 @@ var table = []entry{
 	of(Namespace), of(Node), of(Pod), of(Service), of(ConfigMap), of(Secret), of(ServiceAccount), of(Event),
 	of(PersistentVolume), of(PersistentVolumeClaim), of(Endpoints), of(PodTemplate), of(ReplicationController), of(StatefulSet), of(ControllerRevision), of(CronJob),
 	of(Deployment), of(ReplicaSet), of(DaemonSet), of(Job), of(EndpointSlice), of(Ingress), of(IngressClass),
-	of(HorizontalPodAutoscaler), of(HorizontalPodAutoscalerV1), of(StorageClass), of(Lease),
+	of(HorizontalPodAutoscaler), of(HorizontalPodAutoscalerV1), of(StorageClass), of(Lease), of(ResourceQuota), of(LimitRange),
 }
 
 var byType = func() map[reflect.Type]kind {
