@@ -4,8 +4,8 @@
 // controller recounts every quota's usage from the objects themselves.
 //
 // Counted: pods (pods, the requests and limits of cpu, memory,
-// ephemeral-storage and extended resources, hugepages, and cpu and memory
-// as their requests), services (services, services.loadbalancers,
+// ephemeral-storage and extended resources, hugepages, and cpu, memory
+// and ephemeral-storage as their requests), services (services, services.loadbalancers,
 // services.nodeports), persistentvolumeclaims (persistentvolumeclaims,
 // requests.storage, and both per storage class), configmaps, secrets,
 // replicationcontrollers and resourcequotas, and count/<resource>.<group>
@@ -111,14 +111,14 @@ func Usage(gr schema.GroupResource, obj runtime.Object) corev1.ResourceList {
 
 // addPodCompute adds a pod's requests and limits: as the scheduler counts
 // them (init containers, sidecars, overhead), requests.* and limits.*,
-// cpu and memory for their requests.
+// cpu, memory and ephemeral-storage for their requests.
 func addPodCompute(u corev1.ResourceList, pod *corev1.Pod) {
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	for name, q := range requests {
 		switch {
 		case name == corev1.ResourcePods:
-		case name == corev1.ResourceCPU || name == corev1.ResourceMemory:
+		case name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage:
 			u[name] = q.DeepCopy()
 			u["requests."+name] = q.DeepCopy()
 		default:

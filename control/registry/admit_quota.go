@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/isle-cluster/isle/control/quota"
+	"github.com/isle-cluster/isle/raft/kv"
 )
 
 // limitRangerAnnotation lists what the LimitRanger set on a pod.
@@ -258,30 +260,31 @@ func ratioConstraint(typ corev1.LimitType, k corev1.ResourceName, ratio resource
 // requests.cpu=500m, used: requests.cpu=1800m, limited: requests.cpu=2".
 // A quota the controller has not counted yet is counted here. A pod must
 // ask explicitly for the cpu and memory a quota limits ("failed quota:
-// compute: must specify requests.cpu for: app"). The use is charged before
-// the object is stored (a dry run only checks); the quota controller
-// recounts, so a create that fails later is not charged for long.
-func (s *Store) admitQuota(ctx context.Context, r *Resource, obj runtime.Object, dryRun bool) error {
+// compute: must specify requests.cpu for: app"). It returns the quotas'
+// new status as writes for the object's own transaction, each on the
+// condition that the quota did not change meanwhile: the charge and the
+// object are stored together or not at all, so the controller's recount
+// never misses a charged object (a quota that changed makes the create
+// try again).
+func (s *Store) admitQuota(ctx context.Context, r *Resource, obj runtime.Object) ([]kv.Op, error) {
 	m, _ := meta.Accessor(obj)
 	ns := m.GetNamespace()
 	qr, ok := s.resources.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas"))
 	if !ok || !r.Namespaced {
-		return nil
+		return nil, nil
 	}
 	list, err := s.List(ctx, qr, ns, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	quotas := list.(*corev1.ResourceQuotaList).Items
-	if len(quotas) == 0 {
-		return nil
-	}
 	gr := r.GroupVersionResource.GroupResource()
-	if !quota.Counted(obj, s.now()) {
-		return nil
+	if len(quotas) == 0 || !quota.Counted(obj, s.now()) {
+		return nil, nil
 	}
 	usage := quota.Usage(gr, obj)
 	forbidden := func(err error) error { return apierrors.NewForbidden(gr, m.GetName(), err) }
+	var ops []kv.Op
 	for i := range quotas {
 		q := &quotas[i]
 		requested := quota.Mask(usage, q.Spec.Hard)
@@ -290,41 +293,41 @@ func (s *Store) admitQuota(ctx context.Context, r *Resource, obj runtime.Object,
 		}
 		if pod, ok := obj.(*corev1.Pod); ok {
 			if msg := quota.MissingRequests(pod, q.Spec.Hard); msg != "" {
-				return forbidden(fmt.Errorf("failed quota: %s: %s", q.Name, msg))
+				return nil, forbidden(fmt.Errorf("failed quota: %s: %s", q.Name, msg))
 			}
 		}
-		charge := func(cur runtime.Object) error {
-			q := cur.(*corev1.ResourceQuota)
-			used := q.Status.Used
-			if !counted(q) {
-				var err error
-				if used, err = CountQuota(ctx, s, q); err != nil {
-					return err
-				}
+		used := q.Status.Used
+		if !counted(q) {
+			if used, err = CountQuota(ctx, s, q); err != nil {
+				return nil, err
 			}
-			after := quota.Add(used, requested)
-			if exceeded := quota.Exceeded(quota.Mask(after, requested), q.Spec.Hard); len(exceeded) > 0 {
-				names := corev1.ResourceList{}
-				for _, name := range exceeded {
-					names[name] = resource.Quantity{}
-				}
-				return forbidden(fmt.Errorf("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
-					quota.String(quota.Mask(requested, names)), quota.String(quota.Mask(used, names)), quota.String(quota.Mask(q.Spec.Hard, names))))
-			}
-			q.Status.Hard = q.Spec.Hard.DeepCopy()
-			q.Status.Used = quota.Mask(after, q.Spec.Hard)
-			return nil
 		}
-		if dryRun {
-			err = charge(q)
-		} else {
-			_, err = s.Mutate(ctx, qr, ns, q.Name, "status", charge)
+		after := quota.Add(used, requested)
+		if exceeded := quota.Exceeded(quota.Mask(after, requested), q.Spec.Hard); len(exceeded) > 0 {
+			names := corev1.ResourceList{}
+			for _, name := range exceeded {
+				names[name] = resource.Quantity{}
+			}
+			return nil, forbidden(fmt.Errorf("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
+				quota.String(quota.Mask(requested, names)), quota.String(quota.Mask(used, names)), quota.String(quota.Mask(q.Spec.Hard, names))))
+		}
+		rev, err := strconv.ParseInt(q.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("resourcequota %s: resourceVersion %q", q.Name, q.ResourceVersion))
+		}
+		q.Status.Hard = q.Spec.Hard.DeepCopy()
+		q.Status.Used = quota.Mask(after, q.Spec.Hard)
+		key := objectKey(qr, ns, q.Name)
+		data, err := s.toStore(qr, q)
+		if err == nil {
+			data, err = s.seal(key, data)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
+		ops = append(ops, kv.Op{Type: kv.OpPut, Key: key, Value: data, IfModRev: rev})
 	}
-	return nil
+	return ops, nil
 }
 
 // counted reports whether the quota's status counts every resource its
@@ -338,7 +341,6 @@ func counted(q *corev1.ResourceQuota) bool {
 	}
 	return true
 }
-
 
 // quotaKind is the resource (core/v1) whose objects use a standard quota
 // resource; "" for the count/ ones and those of other domains.

@@ -120,19 +120,22 @@ func (s *Store) Create(ctx context.Context, r *Resource, ns string, obj runtime.
 		if err := s.admitCreate(ctx, r, obj); err != nil {
 			return nil, err
 		}
-		// The quotas last, as Kubernetes' ResourceQuota plugin, once: a
-		// retry allocates again, it uses no more.
-		if attempt == 0 {
-			if err := s.admitQuota(ctx, r, obj, opts.DryRun); err != nil {
-				return nil, err
-			}
+		// The quotas last, as Kubernetes' ResourceQuota plugin: their
+		// charges go in the object's transaction.
+		charges, err := s.admitQuota(ctx, r, obj)
+		if err != nil {
+			return nil, err
 		}
-		out, err := s.storeNew(ctx, r, obj, opts)
+		out, err := s.storeNew(ctx, r, obj, opts, charges)
 		var taken *claimTakenError
-		if !errors.As(err, &taken) {
+		switch {
+		case errors.Is(err, errQuotaChanged) && attempt >= 10:
+			return nil, apierrors.NewConflict(r.GroupVersionResource.GroupResource(), m.GetName(), err)
+		case errors.Is(err, errQuotaChanged):
+			// A quota changed between its read and the write: again.
+		case !errors.As(err, &taken):
 			return out, err
-		}
-		if requested(r, orig, taken.key) || attempt >= 10 {
+		case requested(r, orig, taken.key) || attempt >= 10:
 			return nil, allocationInvalid(r, m.GetName(), taken.key)
 		}
 		obj = orig.DeepCopyObject()
@@ -147,8 +150,12 @@ func (e *claimTakenError) Error() string {
 	return e.key + ": an allocation was taken by a concurrent write"
 }
 
-// storeNew writes a new object with whatever claims admission attached.
-func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, opts WriteOptions) (runtime.Object, error) {
+// errQuotaChanged: a quota a create charged changed before the write.
+var errQuotaChanged = errors.New("registry: a quota changed while the object was charged to it")
+
+// storeNew writes a new object with whatever claims admission attached
+// and the charges to its quotas.
+func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, opts WriteOptions, charges []kv.Op) (runtime.Object, error) {
 	m, _ := meta.Accessor(obj)
 	data, err := s.toStore(r, obj)
 	if err != nil {
@@ -161,14 +168,18 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 	if data, err = s.seal(key, data); err != nil {
 		return nil, err
 	}
-	ops := append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claimsOf(r, obj)...)
+	claims := claimsOf(r, obj)
+	ops := append(append([]kv.Op{{Type: kv.OpPut, Key: key, Value: data, IfModRev: 0}}, claims...), charges...)
 	res, err := s.propose(ctx, ops...)
 	if err != nil {
 		return nil, err
 	}
 	if !res.Succeeded {
-		if res.FailedOp == 0 {
+		switch {
+		case res.FailedOp == 0:
 			return nil, apierrors.NewAlreadyExists(r.GroupVersionResource.GroupResource(), m.GetName())
+		case res.FailedOp > len(claims):
+			return nil, errQuotaChanged
 		}
 		return nil, &claimTakenError{key: ops[res.FailedOp].Key}
 	}

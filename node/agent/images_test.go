@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isle-cluster/isle/node/containers"
 )
@@ -52,5 +53,24 @@ func TestApplyStatusImages(t *testing.T) {
 	// A report without a runtime (nil) leaves them alone.
 	if applyStatus(n, corev1.NodeStatus{}) || len(n.Status.Images) != 1 {
 		t.Error("no reading of images replaced them")
+	}
+}
+
+func TestApplyStatusKeepsOthersResources(t *testing.T) {
+	n := &corev1.Node{Status: corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{"cpu": resource.MustParse("4"), "example.com/fakecpu": resource.MustParse("1k")},
+		Allocatable: corev1.ResourceList{"cpu": resource.MustParse("4"), "example.com/fakecpu": resource.MustParse("1k")},
+	}}
+	want := corev1.NodeStatus{Capacity: corev1.ResourceList{"cpu": resource.MustParse("2")}, Allocatable: corev1.ResourceList{"cpu": resource.MustParse("2")}}
+	if !applyStatus(n, want) {
+		t.Fatal("the agent's cpu was not applied")
+	}
+	for _, l := range []corev1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+		if l.Cpu().String() != "2" || l.Name("example.com/fakecpu", resource.DecimalSI).String() != "1k" {
+			t.Errorf("resources %v, want the agent's cpu and the patched example.com/fakecpu", l)
+		}
+	}
+	if applyStatus(n, want) {
+		t.Error("an extended resource someone else advertises counts as a change every time")
 	}
 }

@@ -230,8 +230,11 @@ func applyStatus(n *corev1.Node, want corev1.NodeStatus) bool {
 			}
 		}
 	}
-	if !equalResources(old.Capacity, want.Capacity) || !equalResources(old.Allocatable, want.Allocatable) {
-		n.Status.Capacity, n.Status.Allocatable, changed = want.Capacity, want.Allocatable, true
+	// Resources someone else advertises (an extended resource patched in,
+	// as a device plugin's or a test's) stay, as the kubelet keeps them.
+	capacity, allocatable := withOthers(want.Capacity, old.Capacity), withOthers(want.Allocatable, old.Allocatable)
+	if !equalResources(old.Capacity, capacity) || !equalResources(old.Allocatable, allocatable) {
+		n.Status.Capacity, n.Status.Allocatable, changed = capacity, allocatable, true
 	}
 	if fmt.Sprint(old.Addresses) != fmt.Sprint(want.Addresses) || old.NodeInfo != want.NodeInfo {
 		n.Status.Addresses, n.Status.NodeInfo, changed = want.Addresses, want.NodeInfo, true
@@ -256,6 +259,21 @@ func applyStatus(n *corev1.Node, want corev1.NodeStatus) bool {
 		}
 	}
 	return changed
+}
+
+// withOthers is the agent's resources and those of old it does not own:
+// names in a domain (example.com/dongle) and hugepages.
+func withOthers(agent, old corev1.ResourceList) corev1.ResourceList {
+	out := agent.DeepCopy()
+	for name, q := range old {
+		if _, ok := out[name]; !ok && (strings.Contains(string(name), "/") || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)) {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 func conditionIndex(cs []corev1.NodeCondition, t corev1.NodeConditionType) int {

@@ -1,15 +1,19 @@
 package quota_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
 	"github.com/isle-cluster/isle/control/quota"
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // TestQuotaStatus: the controller counts a quota's use from the objects
@@ -57,4 +61,39 @@ func TestQuotaStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	used("count/configmaps=1,pods=1,requests.cpu=300m,services=0")
+}
+
+// TestQuotaHoldsUnderConcurrentCreates: creates racing each other and the
+// controller's recounts never pass a quota.
+func TestQuotaHoldsUnderConcurrentCreates(t *testing.T) {
+	e := tabletest.New(t)
+	e.Namespace(t, "class")
+	pods, quotas := e.Res(t, "", "v1", "pods"), e.Res(t, "", "v1", "resourcequotas")
+	for round := range 3 {
+		name := fmt.Sprintf("two-%d", round)
+		ns := fmt.Sprintf("class-%d", round)
+		e.Namespace(t, ns)
+		e.MustCreate(t, quotas, ns, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("2")}}})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created := 0
+		for i := range 6 {
+			wg.Go(func() {
+				_, err := e.Create(e.Ctx, pods, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}, registry.WriteOptions{})
+				if err == nil {
+					mu.Lock()
+					created++
+					mu.Unlock()
+				} else if !apierrors.IsForbidden(err) {
+					t.Errorf("create: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if created != 2 {
+			t.Errorf("round %d: %d pods created under a quota of 2", round, created)
+		}
+	}
 }
