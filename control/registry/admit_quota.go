@@ -79,6 +79,15 @@ func (s *Store) admitLimits(ctx context.Context, obj runtime.Object) error {
 		}
 		return apierrors.NewForbidden(gr, m.GetName(), utilerrors.NewAggregate(errs))
 	}
+	// The defaults are validated as kube-apiserver validates what its
+	// mutating admission set: a default limit below a request the pod
+	// makes is refused (422).
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Annotations[limitRangerAnnotation] != "" {
+		r, _ := s.resources.Lookup(corev1.SchemeGroupVersion.WithResource("pods"))
+		if errs := r.Strategy.ValidateCreate(pod); len(errs) > 0 {
+			return invalid(r, pod.Name, errs)
+		}
+	}
 	return nil
 }
 

@@ -64,6 +64,13 @@ func TestLimitRanger(t *testing.T) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: list("storage", "5Gi")}}}, registry.WriteOptions{})
 	forbiddenSaying(t, err, "maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 5Gi")
 
+	// A default limit below the pod's own request is invalid, as
+	// kube-apiserver validates what admission set.
+	_, err = e.Create(e.ctx, pods, "default", podWith("low-limit", list("cpu", "800m"), nil), registry.WriteOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must be less than or equal to cpu limit of 500m") {
+		t.Errorf("a request above the default limit: %v, want 422", err)
+	}
+
 	// A LimitRange's own values out of order are refused.
 	_, err = e.Create(e.ctx, e.res(t, "", "v1", "limitranges"), "default", &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "bad"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Min: list("cpu", "2"), Max: list("cpu", "1")}}}},
