@@ -491,7 +491,7 @@ spec:
 	pod := func(name, resources string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  containers: [{name: c, image: busybox, resources: " + resources + "}]\n"
 	}
-	refused(pod("greedy", "{requests: {cpu: 950m}}"),
+	refused(pod("greedy", "{requests: {cpu: 950m}, limits: {cpu: \"1\"}}"),
 		`Error from server (Forbidden): error when creating "STDIN": pods "greedy" is forbidden: exceeded quota: student, requested: requests.cpu=950m, used: requests.cpu=100m, limited: requests.cpu=1`)
 	refused(pod("hungry", "{limits: {memory: 1Gi}}"),
 		`pods "hungry" is forbidden: maximum memory usage per Container is 512Mi, but limit is 1Gi`)
