@@ -637,6 +637,12 @@ func TestNodeAuthorization(t *testing.T) {
 		{"write a budget's status", "PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/x/status", `{"status":{"disruptionsAllowed":9}}`, mergeCT, 403, ""},
 		{"create a StatefulSet", "POST", "/apis/apps/v1/namespaces/default/statefulsets", `{"metadata":{"name":"s"}}`, jsonCT, 403, ""},
 		{"create a CronJob", "POST", "/apis/batch/v1/namespaces/default/cronjobs", `{"metadata":{"name":"c"}}`, jsonCT, 403, ""},
+		// Nor free its namespace of a quota or a LimitRange, nor raise a
+		// quota's count of what is used.
+		{"delete a quota", "DELETE", "/api/v1/namespaces/default/resourcequotas/q", "", nil, 403, ""},
+		{"write a quota's status", "PATCH", "/api/v1/namespaces/default/resourcequotas/q/status", `{"status":{"used":{"pods":"0"}}}`, mergeCT, 403, ""},
+		{"create a LimitRange", "POST", "/api/v1/namespaces/default/limitranges", `{"metadata":{"name":"l"},"spec":{"limits":[]}}`, jsonCT, 403, ""},
+		{"list quotas", "GET", "/api/v1/namespaces/default/resourcequotas", "", nil, 403, ""},
 		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200, ""},
 	}
 	for _, tc := range tests {
