@@ -117,7 +117,10 @@ func (r *run) preempt(ctx context.Context, pod *corev1.Pod, a *attempt, fit *fit
 	if msg := r.eligible(pod); msg != "" {
 		return preemption{node: pod.Status.NominatedNodeName, message: msg}
 	}
-	budgets := r.budgets()
+	var budgets []*policyv1.PodDisruptionBudget
+	if len(fit.potential) > 0 {
+		budgets = r.budgets()
+	}
 	var candidates []candidate
 	why := &fitError{nodes: len(r.cache.list), reasons: map[string]int{}}
 	for _, n := range fit.potential {

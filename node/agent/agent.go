@@ -143,6 +143,8 @@ type Agent struct {
 	// listImages lists the runtime's images for the Node's status; nil
 	// without a runtime.
 	listImages func(context.Context) ([]containers.ImageInfo, error)
+	// imagesRead is when refreshImages last read them (under checkMu).
+	imagesRead time.Time
 	// checkMu serializes checkPressure (the pressure loop, watchRuntime).
 	checkMu sync.Mutex
 	// nodeLost is set while the control plane holds the Node not Ready

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,13 +44,19 @@ func statusImages(imgs []containers.ImageInfo) []corev1.ContainerImage {
 	return images
 }
 
-// refreshImages reads the board's images into the report; it reports
-// whether they differ from those last posted. Without a runtime there
-// are none.
+// imagesInterval is how often the agent reads its images: the scheduler's
+// image locality score does not need them sooner, and each reading walks
+// containerd's content store.
+const imagesInterval = time.Minute
+
+// refreshImages reads the board's images into the report, at most once
+// every imagesInterval; it reports whether they differ from those last
+// posted. Without a runtime there are none.
 func (a *Agent) refreshImages(ctx context.Context) (bool, error) {
-	if a.listImages == nil {
+	if a.listImages == nil || time.Since(a.imagesRead) < imagesInterval {
 		return false, nil
 	}
+	a.imagesRead = time.Now()
 	imgs, err := a.listImages(ctx)
 	if err != nil {
 		return false, err

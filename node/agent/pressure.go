@@ -185,8 +185,8 @@ func (a *Agent) pressureLoop(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// checkPressure re-evaluates the board's pressure and reads its images,
-// and writes the Node's status when a condition's status or the images
+// checkPressure re-evaluates the board's pressure and reads its images
+// (once a minute), and writes the Node's status when a condition's status or the images
 // changed since the last write. Nothing is written otherwise: gossip, not heartbeats, tells the control plane
 // that the board is alive.
 func (a *Agent) checkPressure(ctx context.Context) error {
