@@ -220,7 +220,8 @@ func (x *Index) ingressSecret(namespace, name string) bool {
 // node's credential reads the Secrets, ConfigMaps, claims, volumes and
 // service accounts of the pods bound to it (and the TLS Secrets of the
 // Ingresses its ingress serves), all pods, Nodes, Services,
-// EndpointSlices, Ingresses, IngressClasses and RuntimeClasses; it writes
+// EndpointSlices, Ingresses, IngressClasses and RuntimeClasses, and the
+// Namespaces and NetworkPolicies its policy rules are made of; it writes
 // its own Node and Lease, the status of its pods, deletes its pods (to end
 // their graceful deletion), and writes Events. What else a node asks is
 // left to RBAC; what it writes to its Node, NodeRestriction checks.
@@ -310,7 +311,8 @@ func (n *NodeAuthorizer) Authorize(a Attributes) (Decision, string) {
 			"can only access node lease with the same name as the requesting node")
 	case a.Subresource == "" && read && (core && a.Resource == "services" ||
 		a.APIGroup == "discovery.k8s.io" && a.Resource == "endpointslices" ||
-		a.APIGroup == "networking.k8s.io" && oneOf(a.Resource, "ingresses", "ingressclasses") ||
+		core && a.Resource == "namespaces" ||
+		a.APIGroup == "networking.k8s.io" && oneOf(a.Resource, "ingresses", "ingressclasses", "networkpolicies") ||
 		a.APIGroup == "node.k8s.io" && a.Resource == "runtimeclasses"):
 		return Allow, ""
 	}

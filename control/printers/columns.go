@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -284,6 +285,12 @@ var ingressClassColumns = []metav1.TableColumnDefinition{
 	nameColumn(),
 	column("Controller", typeString, "Controller that is responsible for handling this class"),
 	column("Parameters", typeString, "A reference to a resource with additional parameters"),
+	ageColumn(),
+}
+
+var networkPolicyColumns = []metav1.TableColumnDefinition{
+	nameColumn(),
+	column("Pod-Selector", typeString, networkingv1.NetworkPolicySpec{}.SwaggerDoc()["podSelector"]),
 	ageColumn(),
 }
 

@@ -8,6 +8,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Printers of networking objects: ingresses, ingress classes, endpoint
@@ -71,6 +72,10 @@ func printIngressClass(ic *networkingv1.IngressClass, now time.Time) []interface
 		params += "/" + p.Name
 	}
 	return []interface{}{ic.Name, ic.Spec.Controller, params, since(ic.CreationTimestamp, now)}
+}
+
+func printNetworkPolicy(np *networkingv1.NetworkPolicy, now time.Time) []interface{} {
+	return []interface{}{np.Name, metav1.FormatLabelSelector(&np.Spec.PodSelector), since(np.CreationTimestamp, now)}
 }
 
 func printEndpointSlice(es *discoveryv1.EndpointSlice, now time.Time) []interface{} {

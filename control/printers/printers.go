@@ -92,6 +92,7 @@ var (
 	EndpointSlices           = &Printer{columns: endpointSliceColumns, rows: typed(cells(printEndpointSlice), func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items })}
 	Ingresses                = &Printer{columns: ingressColumns, rows: typed(cells(printIngress), func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items })}
 	IngressClasses           = &Printer{columns: ingressClassColumns, rows: typed(cells(printIngressClass), func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items })}
+	NetworkPolicies          = &Printer{columns: networkPolicyColumns, rows: typed(cells(printNetworkPolicy), func(l *networkingv1.NetworkPolicyList) []networkingv1.NetworkPolicy { return l.Items })}
 	HorizontalPodAutoscalers = &Printer{columns: hpaColumns, rows: firstOf(
 		typed(cells(printHPA), func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler {
 			return l.Items

@@ -83,6 +83,8 @@ func Table() []*Resource {
 		kind(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, &discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{}, strategy.EndpointSlice, printers.EndpointSlices),
 		kind(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", true, &networkingv1.Ingress{}, &networkingv1.IngressList{}, strategy.Ingress, printers.Ingresses).
 			short("ing").status().admit(IngressAdmission),
+		kind(networkingv1.SchemeGroupVersion, "networkpolicies", "NetworkPolicy", true, &networkingv1.NetworkPolicy{}, &networkingv1.NetworkPolicyList{},
+			strategy.NetworkPolicy, printers.NetworkPolicies).short("netpol"),
 		kind(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", false, &networkingv1.IngressClass{}, &networkingv1.IngressClassList{}, strategy.IngressClass, printers.IngressClasses),
 		kind(autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &autoscalingv2.HorizontalPodAutoscaler{}, &autoscalingv2.HorizontalPodAutoscalerList{}, strategy.HorizontalPodAutoscaler, printers.HorizontalPodAutoscalers).
 			short("hpa").inAll().status().convert(strategy.ConvertHorizontalPodAutoscaler),

@@ -104,6 +104,30 @@ func defaultIngressClass(ic *networkingv1.IngressClass) {
 	}
 }
 
+// defaultNetworkPolicy gives ports TCP and a policy without policyTypes
+// Ingress, and Egress if it has egress rules.
+func defaultNetworkPolicy(np *networkingv1.NetworkPolicy) {
+	ports := func(ps []networkingv1.NetworkPolicyPort) {
+		for i := range ps {
+			if ps[i].Protocol == nil {
+				ps[i].Protocol = ptrTo(corev1.ProtocolTCP)
+			}
+		}
+	}
+	for i := range np.Spec.Ingress {
+		ports(np.Spec.Ingress[i].Ports)
+	}
+	for i := range np.Spec.Egress {
+		ports(np.Spec.Egress[i].Ports)
+	}
+	if len(np.Spec.PolicyTypes) == 0 {
+		np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(np.Spec.Egress) > 0 {
+			np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+}
+
 func defaultEndpointSlice(es *discoveryv1.EndpointSlice) {
 	for i := range es.Ports {
 		if es.Ports[i].Name == nil {

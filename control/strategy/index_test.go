@@ -29,7 +29,7 @@ func of[T runtime.Object](k *Kind[T]) entry { return entry{typ: reflect.TypeFor[
 var table = []entry{
 	of(Namespace), of(Node), of(Pod), of(Service), of(ConfigMap), of(Secret), of(ServiceAccount), of(Event),
 	of(PersistentVolume), of(PersistentVolumeClaim), of(Endpoints), of(PodTemplate), of(ReplicationController), of(StatefulSet), of(ControllerRevision), of(CronJob),
-	of(Deployment), of(ReplicaSet), of(DaemonSet), of(Job), of(EndpointSlice), of(Ingress), of(IngressClass),
+	of(Deployment), of(ReplicaSet), of(DaemonSet), of(Job), of(EndpointSlice), of(Ingress), of(IngressClass), of(NetworkPolicy),
 	of(HorizontalPodAutoscaler), of(HorizontalPodAutoscalerV1), of(StorageClass), of(Lease), of(ResourceQuota), of(LimitRange),
 }
 

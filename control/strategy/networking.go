@@ -14,3 +14,7 @@ var Ingress = &Kind[*networkingv1.Ingress]{namespaced: true, create: validateIng
 
 // IngressClass is the strategy of networking.k8s.io/v1 IngressClasses.
 var IngressClass = &Kind[*networkingv1.IngressClass]{defaults: defaultIngressClass, create: validateIngressClass, update: validateIngressClassUpdate}
+
+// NetworkPolicy is the strategy of networking.k8s.io/v1 NetworkPolicies.
+var NetworkPolicy = &Kind[*networkingv1.NetworkPolicy]{namespaced: true, defaults: defaultNetworkPolicy,
+	create: validateNetworkPolicy, update: validateNetworkPolicyUpdate}

@@ -10,9 +10,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 )
 
 // Validation of Ingresses, IngressClasses and EndpointSlices.
@@ -343,4 +345,154 @@ func validateEndpointSliceUpdate(es, old *discoveryv1.EndpointSlice) field.Error
 	errs := validateMetaUpdate(&es.ObjectMeta, &old.ObjectMeta)
 	errs = append(errs, validateEndpointSlice(es)...)
 	return append(errs, validateImmutable(es.AddressType, old.AddressType, field.NewPath("addressType"))...)
+}
+
+// Validation of NetworkPolicies, as kube-apiserver's.
+
+var policyTypes = []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}
+
+func validateNetworkPolicy(np *networkingv1.NetworkPolicy) field.ErrorList {
+	errs := validateMeta(&np.ObjectMeta, true, nameIsDNSSubdomain)
+	return append(errs, validateNetworkPolicySpec(&np.Spec, labelSelectorStrict, nil)...)
+}
+
+// validateNetworkPolicyUpdate lets an update keep what the old policy
+// held that validation now refuses: a pod selector's label value, and its
+// CIDRs (kube-apiserver's rules for objects stored by older versions).
+func validateNetworkPolicyUpdate(np, old *networkingv1.NetworkPolicy) field.ErrorList {
+	opts := labelSelectorStrict
+	if len(metavalidation.ValidateLabelSelector(&old.Spec.PodSelector, labelSelectorStrict, nil)) > 0 {
+		opts.AllowInvalidLabelValueInSelector = true
+	}
+	var oldCIDRs []string
+	for _, peers := range networkPolicyPeers(&old.Spec) {
+		for _, p := range peers {
+			if p.IPBlock != nil {
+				oldCIDRs = append(append(oldCIDRs, p.IPBlock.CIDR), p.IPBlock.Except...)
+			}
+		}
+	}
+	errs := validateMetaUpdate(&np.ObjectMeta, &old.ObjectMeta)
+	errs = append(errs, validateMeta(&np.ObjectMeta, true, nameIsDNSSubdomain)...)
+	return append(errs, validateNetworkPolicySpec(&np.Spec, opts, oldCIDRs)...)
+}
+
+// networkPolicyPeers are the peers of every ingress and egress rule.
+func networkPolicyPeers(s *networkingv1.NetworkPolicySpec) [][]networkingv1.NetworkPolicyPeer {
+	var all [][]networkingv1.NetworkPolicyPeer
+	for _, r := range s.Ingress {
+		all = append(all, r.From)
+	}
+	for _, r := range s.Egress {
+		all = append(all, r.To)
+	}
+	return all
+}
+
+func validateNetworkPolicySpec(s *networkingv1.NetworkPolicySpec, opts metavalidation.LabelSelectorValidationOptions, oldCIDRs []string) field.ErrorList {
+	errs := metavalidation.ValidateLabelSelector(&s.PodSelector, opts, specPath.Child("podSelector"))
+	rule := func(p *field.Path, ports []networkingv1.NetworkPolicyPort, peersName string, peers []networkingv1.NetworkPolicyPeer) {
+		for i := range ports {
+			errs = append(errs, validateNetworkPolicyPort(&ports[i], p.Child("ports").Index(i))...)
+		}
+		for i := range peers {
+			errs = append(errs, validateNetworkPolicyPeer(&peers[i], opts, oldCIDRs, p.Child(peersName).Index(i))...)
+		}
+	}
+	for i, r := range s.Ingress {
+		rule(specPath.Child("ingress").Index(i), r.Ports, "from", r.From)
+	}
+	for i, r := range s.Egress {
+		rule(specPath.Child("egress").Index(i), r.Ports, "to", r.To)
+	}
+	if len(s.PolicyTypes) > len(policyTypes) {
+		return append(errs, field.Invalid(specPath.Child("policyTypes"), &s.PolicyTypes, "may not specify more than two policyTypes"))
+	}
+	for i, t := range s.PolicyTypes {
+		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
+			errs = append(errs, field.NotSupported(specPath.Child("policyTypes").Index(i), t, policyTypes))
+		}
+	}
+	return errs
+}
+
+func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if pr := port.Protocol; pr != nil && *pr != corev1.ProtocolTCP && *pr != corev1.ProtocolUDP && *pr != corev1.ProtocolSCTP {
+		errs = append(errs, field.NotSupported(p.Child("protocol"), *pr, []string{string(corev1.ProtocolTCP), string(corev1.ProtocolUDP), string(corev1.ProtocolSCTP)}))
+	}
+	switch {
+	case port.Port == nil:
+		if port.EndPort != nil {
+			errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "may not be specified when `port` is not specified"))
+		}
+	case port.Port.Type == intstr.Int:
+		for _, msg := range validation.IsValidPortNum(int(port.Port.IntVal)) {
+			errs = append(errs, field.Invalid(p.Child("port"), port.Port.IntVal, msg))
+		}
+		if port.EndPort != nil {
+			if *port.EndPort < port.Port.IntVal {
+				errs = append(errs, field.Invalid(p.Child("endPort"), port.Port.IntVal, "must be greater than or equal to `port`"))
+			}
+			for _, msg := range validation.IsValidPortNum(int(*port.EndPort)) {
+				errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, msg))
+			}
+		}
+	default:
+		if port.EndPort != nil {
+			errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "may not be specified when `port` is non-numeric"))
+		}
+		for _, msg := range validation.IsValidPortName(port.Port.StrVal) {
+			errs = append(errs, field.Invalid(p.Child("port"), port.Port.StrVal, msg))
+		}
+	}
+	return errs
+}
+
+func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, opts metavalidation.LabelSelectorValidationOptions, oldCIDRs []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	n := 0
+	if peer.PodSelector != nil {
+		n++
+		errs = append(errs, metavalidation.ValidateLabelSelector(peer.PodSelector, opts, p.Child("podSelector"))...)
+	}
+	if peer.NamespaceSelector != nil {
+		n++
+		errs = append(errs, metavalidation.ValidateLabelSelector(peer.NamespaceSelector, opts, p.Child("namespaceSelector"))...)
+	}
+	if b := peer.IPBlock; b != nil {
+		n++
+		errs = append(errs, validateIPBlock(b, oldCIDRs, p.Child("ipBlock"))...)
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Required(p, "must specify a peer"))
+	case n > 1 && peer.IPBlock != nil:
+		errs = append(errs, field.Forbidden(p, "may not specify both ipBlock and another peer"))
+	}
+	return errs
+}
+
+func validateIPBlock(b *networkingv1.IPBlock, oldCIDRs []string, p *field.Path) field.ErrorList {
+	if b.CIDR == "" {
+		return field.ErrorList{field.Required(p.Child("cidr"), "")}
+	}
+	errs := validation.IsValidCIDRForLegacyField(p.Child("cidr"), b.CIDR, false, oldCIDRs)
+	_, cidr, err := netutils.ParseCIDRSloppy(b.CIDR)
+	if err != nil {
+		return errs
+	}
+	bits, _ := cidr.Mask.Size()
+	for i, e := range b.Except {
+		ep := p.Child("except").Index(i)
+		errs = append(errs, validation.IsValidCIDRForLegacyField(ep, e, false, oldCIDRs)...)
+		_, except, err := netutils.ParseCIDRSloppy(e)
+		if err != nil {
+			continue
+		}
+		if eb, _ := except.Mask.Size(); !cidr.Contains(except.IP) || bits >= eb {
+			errs = append(errs, field.Invalid(ep, e, "must be a strict subset of `cidr`"))
+		}
+	}
+	return errs
 }

@@ -11,6 +11,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -370,4 +371,92 @@ func TestValidateHPAv1(t *testing.T) {
 	checkErrs(t, ValidateCreate(h),
 		wantErr{field.ErrorTypeInvalid, "spec.maxReplicas", "must be greater than 0"},
 		wantErr{field.ErrorTypeInvalid, "spec.targetCPUUtilizationPercentage", "must be greater than 0"})
+}
+
+func validNetworkPolicy() *networkingv1.NetworkPolicy {
+	np := &networkingv1.NetworkPolicy{ObjectMeta: objMeta("allow-web"), Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			Ports: []networkingv1.NetworkPolicyPort{{Port: ptrTo(intstr.FromInt32(80)), EndPort: ptrTo(int32(90))}, {Port: ptrTo(intstr.FromString("http"))}},
+			From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}, NamespaceSelector: &metav1.LabelSelector{}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "192.168.0.0/16", Except: []string{"192.168.1.0/24"}}},
+			},
+		}},
+	}}
+	Default(np)
+	return np
+}
+
+func TestDefaultNetworkPolicy(t *testing.T) {
+	np := validNetworkPolicy()
+	if got := np.Spec.PolicyTypes; len(got) != 1 || got[0] != networkingv1.PolicyTypeIngress {
+		t.Errorf("policyTypes of a policy with ingress rules only: %v, want [Ingress]", got)
+	}
+	if p := np.Spec.Ingress[0].Ports[1].Protocol; p == nil || *p != corev1.ProtocolTCP {
+		t.Errorf("a port without protocol: %v, want TCP", p)
+	}
+	eg := &networkingv1.NetworkPolicy{ObjectMeta: objMeta("out"), Spec: networkingv1.NetworkPolicySpec{Egress: []networkingv1.NetworkPolicyEgressRule{{}}}}
+	Default(eg)
+	if got := eg.Spec.PolicyTypes; len(got) != 2 || got[1] != networkingv1.PolicyTypeEgress {
+		t.Errorf("policyTypes of a policy with egress rules: %v, want [Ingress Egress]", got)
+	}
+}
+
+func TestValidateNetworkPolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(np *networkingv1.NetworkPolicy)
+		want   []wantErr
+	}{
+		{"valid", func(np *networkingv1.NetworkPolicy) {}, nil},
+		{"protocol unknown", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Protocol = ptrTo(corev1.Protocol("ICMP")) },
+			[]wantErr{{field.ErrorTypeNotSupported, "spec.ingress[0].ports[0].protocol", ""}}},
+		{"endPort below port", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].EndPort = ptrTo(int32(79)) },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[0].endPort", "must be greater than or equal to `port`"}}},
+		{"endPort with a named port", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[1].EndPort = ptrTo(int32(90)) },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[1].endPort", "may not be specified when `port` is non-numeric"}}},
+		{"port 0", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Port = ptrTo(intstr.FromInt32(0)) },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port", ""}, {field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port", ""}}},
+		{"port name invalid", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[1].Port = ptrTo(intstr.FromString("HTTP_1")) },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[1].port", ""}}},
+		{"empty peer", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0] = networkingv1.NetworkPolicyPeer{} },
+			[]wantErr{{field.ErrorTypeRequired, "spec.ingress[0].from[0]", "must specify a peer"}}},
+		{"ipBlock with a selector", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].PodSelector = &metav1.LabelSelector{} },
+			[]wantErr{{field.ErrorTypeForbidden, "spec.ingress[0].from[1]", "may not specify both ipBlock and another peer"}}},
+		{"cidr invalid", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.CIDR = "192.168.0.0/33" },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.cidr", ""}}},
+		{"except outside the cidr", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"10.0.0.0/8"} },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.except[0]", "must be a strict subset of `cidr`"}}},
+		{"except the whole cidr", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"192.168.0.0/16"} },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.except[0]", "must be a strict subset of `cidr`"}}},
+		{"policy type unknown", func(np *networkingv1.NetworkPolicy) { np.Spec.PolicyTypes = []networkingv1.PolicyType{"Forward"} },
+			[]wantErr{{field.ErrorTypeNotSupported, "spec.policyTypes[0]", ""}}},
+		{"three policy types", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{"Ingress", "Egress", "Ingress"}
+		}, []wantErr{{field.ErrorTypeInvalid, "spec.policyTypes", "may not specify more than two policyTypes"}}},
+		{"egress peer without a peer", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{}}}}
+		}, []wantErr{{field.ErrorTypeRequired, "spec.egress[0].to[0]", "must specify a peer"}}},
+		{"pod selector invalid", func(np *networkingv1.NetworkPolicy) { np.Spec.PodSelector.MatchLabels["app"] = "-web" },
+			[]wantErr{{field.ErrorTypeInvalid, "spec.podSelector.matchLabels", ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			np := validNetworkPolicy()
+			tt.mutate(np)
+			checkErrs(t, ValidateCreate(np), tt.want...)
+		})
+	}
+	t.Run("an update is validated as a create", func(t *testing.T) {
+		old := validNetworkPolicy()
+		old.Spec.Ingress[0].From[1].IPBlock.CIDR = "192.168.000.0/16" // leading zeros: taken, as by kube-apiserver
+		old.ResourceVersion = "1"
+		checkErrs(t, ValidateCreate(old))
+		np := old.DeepCopy()
+		np.Spec.Ingress[0].Ports = nil
+		checkErrs(t, ValidateUpdate(np, old))
+		np.Spec.Ingress[0].From[1].IPBlock.CIDR = "10.0.0.0/8"
+		checkErrs(t, ValidateUpdate(np, old), wantErr{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.except[0]", "must be a strict subset of `cidr`"})
+	})
 }

@@ -61,7 +61,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.bridgeNF = p.checkBridgeNetfilter()
 	c, err := p.conn()
 	if err == nil {
-		_, _, err = write(c, nil, buildTable(cfg, p.bridgeNF, plan{}))
+		_, _, err = write(c, TableName, nil, buildTable(cfg, p.bridgeNF, plan{}))
 	}
 	if err != nil {
 		p.ns.Close()
@@ -127,7 +127,7 @@ func (p *Proxy) Sync(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice
 	var rec *record
 	var wrote bool
 	if err == nil {
-		rec, wrote, err = write(c, p.rec, m)
+		rec, wrote, err = write(c, TableName, p.rec, m)
 	}
 	p.metrics.observe(time.Since(start), err)
 	if err != nil {
@@ -175,7 +175,7 @@ func (p *Proxy) Close() error {
 	defer p.ns.Close()
 	c, err := p.conn()
 	if err == nil {
-		err = deleteTable(c)
+		err = deleteTable(c, TableName)
 	}
 	if err != nil {
 		return fmt.Errorf("proxy: close: nftables table %s: %w", TableName, err)
@@ -183,9 +183,10 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// Uninstall removes the table from the board's namespace at netnsPath
-// ("" this process's own), if it is there; a namespace that is gone has
-// nothing to remove. No Proxy of that namespace may run.
+// Uninstall removes the Service table and the NetworkPolicy table from
+// the board's namespace at netnsPath ("" this process's own), if they are
+// there; a namespace that is gone has nothing to remove. No Proxy or
+// Policies of that namespace may run.
 func Uninstall(netnsPath string) error {
 	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
 	if netnsPath != "" {
@@ -204,18 +205,20 @@ func Uninstall(netnsPath string) error {
 	}
 	c, err := nftables.New(opts...)
 	if err == nil {
-		err = deleteTable(c)
+		err = deleteTable(c, TableName, PolicyTableName)
 	}
 	if err != nil {
-		return fmt.Errorf("proxy: uninstall: nftables table %s: %w", TableName, err)
+		return fmt.Errorf("proxy: uninstall: nftables tables %s and %s: %w", TableName, PolicyTableName, err)
 	}
 	return nil
 }
 
-// deleteTable removes the table, there or not.
-func deleteTable(c *nftables.Conn) error {
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
-	c.AddTable(t) // the delete then never fails for a missing table
-	c.DelTable(t)
+// deleteTable removes the tables, there or not.
+func deleteTable(c *nftables.Conn, names ...string) error {
+	for _, name := range names {
+		t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: name}
+		c.AddTable(t) // the delete then never fails for a missing table
+		c.DelTable(t)
+	}
 	return c.Flush()
 }

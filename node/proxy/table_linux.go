@@ -109,6 +109,7 @@ type setKind struct {
 	hostOrder bool          // keys in host byte order (numbers of numgen), not network order
 	verdicts  bool          // a verdict map
 	timeout   time.Duration // >0: a dynamic set of client addresses (affinity) with this timeout
+	interval  bool          // ranges of keys: each a start and an end element
 }
 
 var (
@@ -449,6 +450,9 @@ func (s *setModel) hash() uint64 {
 	h := fnv.New64a()
 	for _, e := range s.elems {
 		writeField(h, e.Key)
+		if e.IntervalEnd {
+			writeField(h, []byte("end"))
+		}
 		if v := e.VerdictData; v != nil {
 			writeField(h, binary.BigEndian.AppendUint32(nil, uint32(v.Kind)))
 			writeField(h, []byte(v.Chain))

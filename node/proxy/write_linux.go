@@ -26,8 +26,8 @@ func newRecord() *record {
 // changed likewise; what is gone is removed last, once nothing refers to
 // it. Affinity sets that stay keep their clients. It returns the record
 // of the new table, and whether anything was sent.
-func write(c *nftables.Conn, old *record, m *tableModel) (*record, bool, error) {
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}
+func write(c *nftables.Conn, table string, old *record, m *tableModel) (*record, bool, error) {
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: table}
 	w := &writer{t: t}
 	dirty := old == nil
 	if old == nil {
@@ -156,6 +156,7 @@ func (w *writer) set(s *setModel) *nftables.Set {
 	if s.kind.verdicts {
 		set.IsMap, set.DataType = true, nftables.TypeVerdict
 	}
+	set.Interval = s.kind.interval
 	if s.kind.timeout > 0 {
 		set.Dynamic, set.HasTimeout, set.Timeout = true, true, s.kind.timeout
 	}
