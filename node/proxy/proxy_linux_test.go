@@ -332,7 +332,7 @@ func TestFailedSyncRewritesAll(t *testing.T) {
 
 	// Someone removes the table: the next change fails, as the chains it
 	// would change are gone...
-	r.check(deleteTable(nstest.NFTables(t, r.board)))
+	r.check(deleteTable(nstest.NFTables(t, r.board), TableName))
 	if err := r.px.Sync([]*corev1.Service{web(), other}, []*discoveryv1.EndpointSlice{otherSlice,
 		endpointSlice("web", "web-1", webPorts, ready(a.ip, nodeName), ready(b.ip, nodeName))}); err == nil {
 		t.Fatal("Sync of a change to a table that is gone succeeded; want an error")
