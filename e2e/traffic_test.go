@@ -331,6 +331,7 @@ func TestServiceTraffic(t *testing.T) {
 		}
 	})
 	t.Run("Ingress", func(t *testing.T) { testIngress(t, isl) })
+	t.Run("NetworkPolicies between pods of three namespaces on four boards", func(t *testing.T) { testNetworkPolicy(t, isl, echo) })
 	t.Run("Endpoints: kept for a Service with a selector, mirrored for one without", func(t *testing.T) {
 		var ips []string
 		for name := range echoes {

@@ -277,6 +277,11 @@ func Run(ctx context.Context, cfg Config) error {
 				a.log.Error("agent: Service traffic stopped", "err", err)
 			}
 		}()
+		go func() {
+			if err := a.runPolicies(ctx); err != nil {
+				a.log.Error("agent: NetworkPolicy rules stopped", "err", err)
+			}
+		}()
 	}
 	stats, err := newStatsPusher(cfg.Credential, a.servers, a.cfg.PodStats, a.log)
 	if err != nil {

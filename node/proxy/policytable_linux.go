@@ -42,8 +42,9 @@ type Policies struct {
 	warned map[warning]bool
 }
 
-// NewPolicies checks cfg and replaces the policy table (one a previous
-// run left, or none) with one that isolates no pod.
+// NewPolicies checks cfg. The table a previous run left keeps its rules
+// until the first Sync replaces it whole: a restarted agent leaves no
+// window in which isolated pods are open.
 func NewPolicies(cfg Config) (*Policies, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -54,14 +55,6 @@ func NewPolicies(cfg Config) (*Policies, error) {
 		if p.ns, err = vnetns.GetFromPath(cfg.Netns); err != nil {
 			return nil, fmt.Errorf("proxy: policies: namespace %s: %w", cfg.Netns, err)
 		}
-	}
-	c, err := p.conn()
-	if err == nil {
-		p.rec, _, err = write(c, PolicyTableName, nil, buildPolicyTable(policyPlan{}))
-	}
-	if err != nil {
-		p.ns.Close()
-		return nil, fmt.Errorf("proxy: policies: nftables table %s: %w", PolicyTableName, err)
 	}
 	return p, nil
 }

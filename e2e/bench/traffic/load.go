@@ -127,6 +127,8 @@ type path struct {
 	// cpu, if set, reads the CPU time the process that proxies the
 	// path's requests has used.
 	cpu func() (time.Duration, error)
+	// setup and teardown, if set, run before and after each round.
+	setup, teardown func(context.Context) error
 }
 
 // pathResult is the rounds of HTTP load over one path.
@@ -157,7 +159,15 @@ func measureHTTP(ctx context.Context, paths []path, rounds, conns int, d time.Du
 }
 
 // loadPath runs one round of load over p, with the CPU time of its proxy.
-func loadPath(ctx context.Context, p path, conns int, d time.Duration) (trial, error) {
+func loadPath(ctx context.Context, p path, conns int, d time.Duration) (_ trial, err error) {
+	if p.setup != nil {
+		if err := p.setup(ctx); err != nil {
+			return trial{}, err
+		}
+	}
+	if p.teardown != nil {
+		defer func() { err = errors.Join(err, p.teardown(ctx)) }()
+	}
 	var cpu0 time.Duration
 	if p.cpu != nil {
 		var err error

@@ -123,7 +123,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	if res.paths, err = measureHTTP(ctx, a.paths(), o.trials, o.conns, o.duration); err != nil {
+	if res.paths, err = measureHTTP(ctx, append(a.paths(), a.policyPath(st)), o.trials, o.conns, o.duration); err != nil {
 		return err
 	}
 	if res.dns, err = measureDNS(ctx, a, o.trials, o.dnsClients, o.duration); err != nil {

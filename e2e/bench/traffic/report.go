@@ -28,6 +28,11 @@ func report(r results) benchkit.Table {
 	base := r.paths[0]
 	for _, p := range r.paths {
 		t.Row(fmt.Sprintf("HTTP req/s, %s, %d conns, median", label(p.name), r.conns), benchkit.Group(medianOf(p.trials, trial.rate)), "", true)
+		if p.name == policyPathName {
+			ratio := islandbench.Median(roundRatios(p, r.path("ClusterIP")))
+			t.Row(fmt.Sprintf("  with / without the %d policies, median of the rounds", benchPolicies), fmt.Sprintf("%.2fx", ratio),
+				"≥ 0.95x", ratio >= 0.95)
+		}
 		if target, ok := targets[p.name]; ok {
 			ratio := islandbench.Median(roundRatios(p, base))
 			t.Row(fmt.Sprintf("  %s / %s, median of the rounds", p.name, base.name), fmt.Sprintf("%.2fx", ratio),
@@ -67,13 +72,27 @@ func report(r results) benchkit.Table {
 		t.Row("Service rules Sync, "+s.name+", p99", latency(benchkit.Quantile(s.times, 0.99)), "", true)
 		t.Row("  CPU per Sync, p50", latency(benchkit.Quantile(s.cpu, 0.5)), "", true)
 	}
+	what := fmt.Sprintf("NetworkPolicy rules update, namespace of %d pods, %d policies", policyPods, policyCount)
+	t.Row(what+", p50", latency(benchkit.Quantile(r.rules.policy, 0.5)), "", true)
+	t.Row(what+", p99", latency(benchkit.Quantile(r.rules.policy, 0.99)), "", true)
+	t.Row("  CPU per update, p50", latency(benchkit.Quantile(r.rules.policyCPU, 0.5)), "", true)
 	return t
+}
+
+// path is the result of the path of that name.
+func (r results) path(name string) pathResult {
+	for _, p := range r.paths {
+		if p.name == name {
+			return p
+		}
+	}
+	return pathResult{name: name}
 }
 
 // roundRatios are the requests/s of p over base's in each round: the two
 // ran one after the other, under much the same noise.
 func roundRatios(p, base pathResult) []float64 {
-	out := make([]float64, len(p.trials))
+	out := make([]float64, min(len(p.trials), len(base.trials)))
 	for i := range out {
 		out[i] = p.trials[i].rate() / base.trials[i].rate()
 	}

@@ -38,6 +38,7 @@ const (
 type ruleTimes struct {
 	change, changeCPU   []time.Duration // one endpoint replaced
 	rewrite, rewriteCPU []time.Duration // the whole table written
+	policy, policyCPU   []time.Duration // a NetworkPolicy update (policies.go)
 }
 
 // rulesPodCIDR is the scratch board's pod network.
@@ -60,8 +61,13 @@ func measureRules(ctx context.Context) (_ ruleTimes, err error) {
 			err = errors.Join(err, fmt.Errorf("rules: %w", derr))
 		}
 	}()
-	return timeSyncs(ctx, proxy.Config{Netns: ns, NodeName: "bench", PodCIDR: rulesPodCIDR,
-		Logger: slog.Default()}, ruleChanges, ruleRewrites)
+	cfg := proxy.Config{Netns: ns, NodeName: "bench", PodCIDR: rulesPodCIDR, Logger: slog.Default()}
+	t, err := timeSyncs(ctx, cfg, ruleChanges, ruleRewrites)
+	if err != nil {
+		return t, err
+	}
+	t.policy, t.policyCPU, err = timePolicySyncs(ctx, cfg)
+	return t, err
 }
 
 // timeSyncs syncs a Service of ruleEndpoints endpoints with a Proxy of
