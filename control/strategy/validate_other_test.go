@@ -410,7 +410,9 @@ func TestValidateNetworkPolicy(t *testing.T) {
 		want   []wantErr
 	}{
 		{"valid", func(np *networkingv1.NetworkPolicy) {}, nil},
-		{"protocol unknown", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Protocol = ptrTo(corev1.Protocol("ICMP")) },
+		{"protocol unknown", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[0].Ports[0].Protocol = ptrTo(corev1.Protocol("ICMP"))
+		},
 			[]wantErr{{field.ErrorTypeNotSupported, "spec.ingress[0].ports[0].protocol", ""}}},
 		{"endPort below port", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].EndPort = ptrTo(int32(79)) },
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[0].endPort", "must be greater than or equal to `port`"}}},
@@ -418,7 +420,9 @@ func TestValidateNetworkPolicy(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[1].endPort", "may not be specified when `port` is non-numeric"}}},
 		{"port 0", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Port = ptrTo(intstr.FromInt32(0)) },
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port", ""}, {field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port", ""}}},
-		{"port name invalid", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[1].Port = ptrTo(intstr.FromString("HTTP_1")) },
+		{"port name invalid", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[0].Ports[1].Port = ptrTo(intstr.FromString("HTTP_1"))
+		},
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].ports[1].port", ""}}},
 		{"empty peer", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0] = networkingv1.NetworkPolicyPeer{} },
 			[]wantErr{{field.ErrorTypeRequired, "spec.ingress[0].from[0]", "must specify a peer"}}},
@@ -426,9 +430,13 @@ func TestValidateNetworkPolicy(t *testing.T) {
 			[]wantErr{{field.ErrorTypeForbidden, "spec.ingress[0].from[1]", "may not specify both ipBlock and another peer"}}},
 		{"cidr invalid", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.CIDR = "192.168.0.0/33" },
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.cidr", ""}}},
-		{"except outside the cidr", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"10.0.0.0/8"} },
+		{"except outside the cidr", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"10.0.0.0/8"}
+		},
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.except[0]", "must be a strict subset of `cidr`"}}},
-		{"except the whole cidr", func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"192.168.0.0/16"} },
+		{"except the whole cidr", func(np *networkingv1.NetworkPolicy) {
+			np.Spec.Ingress[0].From[1].IPBlock.Except = []string{"192.168.0.0/16"}
+		},
 			[]wantErr{{field.ErrorTypeInvalid, "spec.ingress[0].from[1].ipBlock.except[0]", "must be a strict subset of `cidr`"}}},
 		{"policy type unknown", func(np *networkingv1.NetworkPolicy) { np.Spec.PolicyTypes = []networkingv1.PolicyType{"Forward"} },
 			[]wantErr{{field.ErrorTypeNotSupported, "spec.policyTypes[0]", ""}}},

@@ -47,9 +47,9 @@ type isolatedPod struct {
 
 // allowRule lets through the traffic of one peer set and port range.
 type allowRule struct {
-	peers string // the peer set; "" any address
-	named string // egress to a named port: the set of destinations; peers and ports unused
-	proto byte   // 0 any protocol (and any port)
+	peers  string // the peer set; "" any address
+	named  string // egress to a named port: the set of destinations; peers and ports unused
+	proto  byte   // 0 any protocol (and any port)
 	lo, hi uint16
 }
 
