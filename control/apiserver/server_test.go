@@ -643,6 +643,14 @@ func TestNodeAuthorization(t *testing.T) {
 		{"write a quota's status", "PATCH", "/api/v1/namespaces/default/resourcequotas/q/status", `{"status":{"used":{"pods":"0"}}}`, mergeCT, 403, ""},
 		{"create a LimitRange", "POST", "/api/v1/namespaces/default/limitranges", `{"metadata":{"name":"l"},"spec":{"limits":[]}}`, jsonCT, 403, ""},
 		{"list quotas", "GET", "/api/v1/namespaces/default/resourcequotas", "", nil, 403, ""},
+		// It reads the NetworkPolicies and Namespaces its rules are made
+		// of, and can neither lift a policy nor relabel a namespace into
+		// one's peers.
+		{"list NetworkPolicies", "GET", "/apis/networking.k8s.io/v1/networkpolicies", "", nil, 200, ""},
+		{"list Namespaces", "GET", "/api/v1/namespaces", "", nil, 200, ""},
+		{"delete a NetworkPolicy", "DELETE", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/deny", "", nil, 403, ""},
+		{"create a NetworkPolicy", "POST", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", `{"metadata":{"name":"open"},"spec":{"podSelector":{}}}`, jsonCT, 403, ""},
+		{"label a Namespace", "PATCH", "/api/v1/namespaces/default", `{"metadata":{"labels":{"team":"blue"}}}`, mergeCT, 403, ""},
 		{"delete own pod", "DELETE", "/api/v1/namespaces/default/pods/on-a", "", nil, 200, ""},
 	}
 	for _, tc := range tests {
