@@ -138,4 +138,32 @@
 // does: a UDP flow has no end, and conntrack would keep sending a client
 // that never stops to the endpoint that is gone. It knows what it
 // programmed since New; entries from before a restart time out.
+//
+// # NetworkPolicies
+//
+// Policies enforces the NetworkPolicies on the board's pods, in a table of
+// its own, ip isle-policy, written by the same code as the Service table
+// (only what changed is sent). Its Sync takes every NetworkPolicy, pod and
+// Namespace of the cluster. A pod of the board that a policy selects is
+// isolated in that policy's directions: only what one of the rules of the
+// policies selecting it allows passes. Peers are the pods a podSelector
+// chooses in the policy's namespace, or in the namespaces a
+// namespaceSelector chooses, and ipBlocks without their exceptions (pod
+// addresses included); ports are a protocol (TCP by default), a number, a
+// range up to endPort, or a name, resolved on the pod that listens: the
+// isolated pod for ingress, each peer pod for egress. Pods on the host's
+// network are neither isolated nor peers, and ended pods are not peers.
+//
+// The rules sit on the forward hook at the usual filter priority, after
+// the Service DNAT: a Service's traffic meets them with the endpoint's
+// address and port. Packets of established and related connections pass
+// first, so that connections made before a policy change keep going; the
+// first packet of a new connection goes through the egress chain of its
+// source, if that pod is isolated for egress, then the ingress chain of
+// its destination. A connection a policy refuses is dropped (it times
+// out). Traffic between a pod and its own board (the input and output
+// hooks: probes, the cluster DNS on the bridge address) is never
+// filtered, as upstream documents for a pod's node. Bridged traffic
+// between two pods of the board meets the rules through br_netfilter (see
+// above).
 package proxy
