@@ -200,7 +200,7 @@ func (c *policyCompiler) ingressRules(i int, from []networkingv1.NetworkPolicyPe
 	set := ""
 	if len(from) > 0 {
 		var ok bool
-		if set, _, ok = c.peerSet(fmt.Sprintf("in/%d", i), from); !ok {
+		if set, _, ok = c.peerSet(fmt.Sprintf("in/%d", i), from, false); !ok {
 			return nil
 		}
 	}
@@ -230,7 +230,7 @@ func (c *policyCompiler) egressRules(i int, to []networkingv1.NetworkPolicyPeer,
 	set, peerPods := "", c.all
 	if len(to) > 0 {
 		var ok bool
-		if set, peerPods, ok = c.peerSet(fmt.Sprintf("out/%d", i), to); !ok {
+		if set, peerPods, ok = c.peerSet(fmt.Sprintf("out/%d", i), to, slices.ContainsFunc(ports, namedPolicyPort)); !ok {
 			return nil
 		}
 	}
@@ -268,20 +268,18 @@ func (c *policyCompiler) egressRules(i int, to []networkingv1.NetworkPolicyPeer,
 }
 
 // peerSet makes the address set of a rule's peers (once per policy and
-// rule), and reports the pods in it (for named ports: the pods the
-// selectors choose, and those whose address an ipBlock holds). ok is false
-// when the set is empty: the rule allows nothing.
-func (c *policyCompiler) peerSet(key string, peers []networkingv1.NetworkPolicyPeer) (name string, pods []policyPod, ok bool) {
+// rule). With pods, it also reports the pods in it, for named ports: the
+// pods the selectors choose, and those whose address an ipBlock holds. ok
+// is false when the set is empty: the rule allows nothing.
+func (c *policyCompiler) peerSet(key string, peers []networkingv1.NetworkPolicyPeer, pods bool) (name string, in []policyPod, ok bool) {
 	name = "peers-" + hashed(c.pol.Namespace+"/"+c.pol.Name+"/"+key)
 	if c.done == nil {
 		c.done = map[string][]policyPod{}
 	}
-	if pods, made := c.done[name]; made {
-		return name, pods, len(c.pl.peers[name]) > 0
+	if in, made := c.done[name]; made && (!pods || in != nil) {
+		return name, in, len(c.pl.peers[name]) > 0
 	}
-	var ranges []addrRange
-	var blocks []addrRange
-	chosen := map[netip.Addr]policyPod{}
+	var ranges, blocks []addrRange
 	for _, peer := range peers {
 		if b := peer.IPBlock; b != nil {
 			r, err := blockRanges(b)
@@ -293,24 +291,25 @@ func (c *policyCompiler) peerSet(key string, peers []networkingv1.NetworkPolicyP
 			continue
 		}
 		for _, pp := range c.selectPeers(peer) {
-			chosen[pp.addr] = pp
+			ranges = append(ranges, addrRange{pp.addr, pp.addr})
+			if pods {
+				in = append(in, pp)
+			}
 		}
 	}
-	for _, pp := range c.all {
-		if _, in := chosen[pp.addr]; !in && inRanges(blocks, pp.addr) {
-			chosen[pp.addr] = pp
+	if pods {
+		for _, pp := range c.all {
+			if inRanges(blocks, pp.addr) {
+				in = append(in, pp)
+			}
+		}
+		if in == nil {
+			in = []policyPod{} // made with the pods, none
 		}
 	}
-	for a, pp := range chosen {
-		pods = append(pods, pp)
-		if !inRanges(blocks, a) {
-			ranges = append(ranges, addrRange{a, a})
-		}
-	}
-	slices.SortFunc(pods, func(a, b policyPod) int { return a.addr.Compare(b.addr) })
 	c.pl.peers[name] = mergeRanges(append(ranges, blocks...))
-	c.done[name] = pods
-	return name, pods, len(c.pl.peers[name]) > 0
+	c.done[name] = in
+	return name, in, len(c.pl.peers[name]) > 0
 }
 
 // selectPeers are the pods a peer's selectors choose: the podSelector's
@@ -349,6 +348,11 @@ func (c *policyCompiler) selectPeers(peer networkingv1.NetworkPolicyPeer) []poli
 		}
 	}
 	return out
+}
+
+// namedPolicyPort reports whether a policy port is a name.
+func namedPolicyPort(p networkingv1.NetworkPolicyPort) bool {
+	return p.Port != nil && p.Port.Type == intstr.String
 }
 
 // namedPort is the number of pod's container port of that name and

@@ -162,12 +162,14 @@ func buildPolicyTable(pl policyPlan) *tableModel {
 	for _, pod := range pl.pods {
 		if pod.ingressIsolated {
 			name := "in-" + hashed(pod.name)
-			m.chains = append(m.chains, &chainModel{name: name, rules: allowRules(pod.ingress, offSaddr)})
+			m.chains = append(m.chains, &chainModel{name: name, key: rulesKey(pod.ingress),
+				make: func() []ruleModel { return allowRules(pod.ingress, offSaddr) }})
 			ingress = append(ingress, nftables.SetElement{Key: pod.addr.AsSlice(), VerdictData: jump(name)})
 		}
 		if pod.egressIsolated {
 			name := "out-" + hashed(pod.name)
-			m.chains = append(m.chains, &chainModel{name: name, rules: allowRules(pod.egress, offDaddr)})
+			m.chains = append(m.chains, &chainModel{name: name, key: rulesKey(pod.egress),
+				make: func() []ruleModel { return allowRules(pod.egress, offDaddr) }})
 			egress = append(egress, nftables.SetElement{Key: pod.addr.AsSlice(), VerdictData: jump(name)})
 		}
 	}
@@ -226,6 +228,19 @@ func allowRules(rules []allowRule, off uint32) []ruleModel {
 		out = append(out, rule(append(parts, verdict(expr.VerdictReturn))...))
 	}
 	return append(out, rule(verdict(expr.VerdictDrop)))
+}
+
+// rulesKey is what a pod's chain is made of, for its hash (allowRules
+// makes the same chain of the same rules).
+func rulesKey(rules []allowRule) []byte {
+	b := []byte("allow")
+	for _, r := range rules {
+		b = append(b, r.peers...)
+		b = append(b, 0)
+		b = append(b, r.named...)
+		b = append(b, 0, r.proto, byte(r.lo>>8), byte(r.lo), byte(r.hi>>8), byte(r.hi))
+	}
+	return b
 }
 
 // rangeElems are the elements of an interval set of ranges: each range's

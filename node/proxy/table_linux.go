@@ -82,6 +82,11 @@ type chainModel struct {
 	name  string
 	hook  *hookSpec // nil: a regular chain
 	rules []ruleModel
+	// key, if set, stands for the rules in the hash: what they are made
+	// of, cheaper to hash than the rules' expressions; then make, if set,
+	// makes the rules when they are written.
+	key  []byte
+	make func() []ruleModel
 }
 
 // hookSpec makes a chain a base chain.
@@ -431,6 +436,10 @@ func (c *chainModel) hash() uint64 {
 		writeField(h, []byte(c.hook.typ))
 		writeField(h, binary.BigEndian.AppendUint32(nil, uint32(*c.hook.hook)))
 		writeField(h, binary.BigEndian.AppendUint32(nil, uint32(c.hook.prio)))
+	}
+	if c.key != nil {
+		writeField(h, c.key)
+		return h.Sum64()
 	}
 	for _, r := range c.rules {
 		writeField(h, []byte("rule"))

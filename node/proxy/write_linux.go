@@ -71,7 +71,11 @@ func write(c *nftables.Conn, table string, old *record, m *tableModel) (*record,
 	}
 	// Rules, then elements: everything they name exists now.
 	for _, ch := range fill {
-		for _, r := range ch.rules {
+		rules := ch.rules
+		if ch.make != nil {
+			rules = ch.make()
+		}
+		for _, r := range rules {
 			c.AddRule(w.rule(ch.name, r))
 		}
 		dirty = true
