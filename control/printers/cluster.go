@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 )
 
 // Printers of cluster bookkeeping: namespaces, nodes, events, leases.
@@ -140,4 +141,16 @@ func printLease(lease *coordinationv1.Lease, now time.Time) []interface{} {
 		holder = *lease.Spec.HolderIdentity
 	}
 	return []interface{}{lease.Name, holder, since(lease.CreationTimestamp, now)}
+}
+
+// printEventV1 prints an events.k8s.io/v1 Event as the core Event it is.
+func printEventV1(ev *eventsv1.Event, now time.Time) []interface{} {
+	c := &corev1.Event{ObjectMeta: ev.ObjectMeta, InvolvedObject: ev.Regarding, Reason: ev.Reason, Message: ev.Note,
+		Source: ev.DeprecatedSource, FirstTimestamp: ev.DeprecatedFirstTimestamp, LastTimestamp: ev.DeprecatedLastTimestamp,
+		Count: ev.DeprecatedCount, Type: ev.Type, EventTime: ev.EventTime, ReportingController: ev.ReportingController,
+		ReportingInstance: ev.ReportingInstance}
+	if s := ev.Series; s != nil {
+		c.Series = &corev1.EventSeries{Count: s.Count, LastObservedTime: s.LastObservedTime}
+	}
+	return printEvent(c, now)
 }

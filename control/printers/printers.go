@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -67,15 +68,18 @@ func (p *Printer) Rows(obj runtime.Object, now time.Time) ([]metav1.TableRow, er
 // The printers of the served resources, in the order of the resource list
 // of the API spec.
 var (
-	Namespaces               = &Printer{columns: namespaceColumns, rows: typed(cells(printNamespace), func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })}
-	Nodes                    = &Printer{columns: nodeColumns, rows: typed(cells(printNode), func(l *corev1.NodeList) []corev1.Node { return l.Items })}
-	Pods                     = &Printer{columns: podColumns, rows: typed(printPod, func(l *corev1.PodList) []corev1.Pod { return l.Items })}
-	Services                 = &Printer{columns: serviceColumns, rows: typed(cells(printService), func(l *corev1.ServiceList) []corev1.Service { return l.Items })}
-	ConfigMaps               = &Printer{columns: configMapColumns, rows: typed(cells(printConfigMap), func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })}
-	PodTemplates             = &Printer{columns: podTemplateColumns, rows: typed(cells(printPodTemplate), func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })}
-	Secrets                  = &Printer{columns: secretColumns, rows: typed(cells(printSecret), func(l *corev1.SecretList) []corev1.Secret { return l.Items })}
-	ServiceAccounts          = &Printer{columns: serviceAccountColumns, rows: typed(cells(printServiceAccount), func(l *corev1.ServiceAccountList) []corev1.ServiceAccount { return l.Items })}
-	Events                   = &Printer{columns: eventColumns, rows: typed(cells(printEvent), func(l *corev1.EventList) []corev1.Event { return l.Items })}
+	Namespaces      = &Printer{columns: namespaceColumns, rows: typed(cells(printNamespace), func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items })}
+	Nodes           = &Printer{columns: nodeColumns, rows: typed(cells(printNode), func(l *corev1.NodeList) []corev1.Node { return l.Items })}
+	Pods            = &Printer{columns: podColumns, rows: typed(printPod, func(l *corev1.PodList) []corev1.Pod { return l.Items })}
+	Services        = &Printer{columns: serviceColumns, rows: typed(cells(printService), func(l *corev1.ServiceList) []corev1.Service { return l.Items })}
+	ConfigMaps      = &Printer{columns: configMapColumns, rows: typed(cells(printConfigMap), func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items })}
+	PodTemplates    = &Printer{columns: podTemplateColumns, rows: typed(cells(printPodTemplate), func(l *corev1.PodTemplateList) []corev1.PodTemplate { return l.Items })}
+	Secrets         = &Printer{columns: secretColumns, rows: typed(cells(printSecret), func(l *corev1.SecretList) []corev1.Secret { return l.Items })}
+	ServiceAccounts = &Printer{columns: serviceAccountColumns, rows: typed(cells(printServiceAccount), func(l *corev1.ServiceAccountList) []corev1.ServiceAccount { return l.Items })}
+	Events          = &Printer{columns: eventColumns, rows: firstOf(
+		typed(cells(printEvent), func(l *corev1.EventList) []corev1.Event { return l.Items }),
+		typed(cells(printEventV1), func(l *eventsv1.EventList) []eventsv1.Event { return l.Items }),
+	)}
 	PersistentVolumes        = &Printer{columns: persistentVolumeColumns, rows: typed(cells(printPersistentVolume), func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items })}
 	PersistentVolumeClaims   = &Printer{columns: persistentVolumeClaimColumns, rows: typed(cells(printPersistentVolumeClaim), func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })}
 	Endpoints                = &Printer{columns: endpointsColumns, rows: typed(cells(printEndpoints), func(l *corev1.EndpointsList) []corev1.Endpoints { return l.Items })}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -12,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -58,6 +60,8 @@ func Table() []*Resource {
 			short("sa").extra("token"),
 		kind(core, "events", "Event", true, &corev1.Event{}, &corev1.EventList{}, strategy.Event, printers.Events).
 			short("ev").fields(strategy.EventFields),
+		kind(eventsv1.SchemeGroupVersion, "events", "Event", true, &eventsv1.Event{}, &eventsv1.EventList{}, strategy.EventV1, printers.Events).
+			short("ev").storedIn(core).convert(strategy.ConvertEvent).fields(strategy.EventV1Fields),
 		kind(core, "persistentvolumes", "PersistentVolume", false, &corev1.PersistentVolume{}, &corev1.PersistentVolumeList{}, strategy.PersistentVolume, printers.PersistentVolumes).
 			short("pv").status().admit(PersistentVolumeAdmission),
 		kind(core, "persistentvolumeclaims", "PersistentVolumeClaim", true, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{}, strategy.PersistentVolumeClaim, printers.PersistentVolumeClaims).
@@ -175,6 +179,12 @@ func (r *Resource) scale(get func(runtime.Object) (int32, int32, *metav1.LabelSe
 }
 
 func (r *Resource) storedAs(version string) *Resource { r.StorageVersion = version; return r }
+
+// storedIn stores the objects as those of another group's version.
+func (r *Resource) storedIn(gv schema.GroupVersion) *Resource {
+	r.StorageGroup, r.StorageVersion = cmp.Or(gv.Group, "core"), gv.Version
+	return r
+}
 func (r *Resource) convert(fn func(runtime.Object, schema.GroupVersion) (runtime.Object, error)) *Resource {
 	r.Convert = fn
 	return r

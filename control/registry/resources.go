@@ -52,8 +52,11 @@ type Resource struct {
 	Approval func(obj, old runtime.Object)
 	// StorageVersion is the version objects are stored in when a resource
 	// is served in several versions (autoscaling v1 and v2); empty means
-	// this one. Convert converts between them.
+	// this one. StorageGroup, if set, is the group of that version when it
+	// is another group's ("core" for the legacy group: events.k8s.io/v1
+	// Events are core/v1 Events). Convert converts between them.
 	StorageVersion string
+	StorageGroup   string
 	Convert        func(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error)
 	// ReadOnly resources are maintained by the server and refuse writes.
 	ReadOnly bool
@@ -172,6 +175,9 @@ func (r *Resource) Verbs() []string {
 // legacy group), the same for every served version.
 func (r *Resource) storageGroupResource() string {
 	g := r.Group
+	if r.StorageGroup != "" {
+		g = r.StorageGroup
+	}
 	if g == "" {
 		g = "core"
 	}

@@ -109,7 +109,11 @@ func (s *Store) storageResource(r *Resource) *Resource {
 	if r.StorageVersion == "" {
 		return r
 	}
-	sr, ok := s.resources.Lookup(schema.GroupVersionResource{Group: r.Group, Version: r.StorageVersion, Resource: r.Resource})
+	group := r.Group
+	if r.StorageGroup != "" {
+		group = strings.TrimPrefix(r.StorageGroup, "core")
+	}
+	sr, ok := s.resources.Lookup(schema.GroupVersionResource{Group: group, Version: r.StorageVersion, Resource: r.Resource})
 	if !ok {
 		panic("registry: storage version " + r.StorageVersion + " of " + r.String() + " is not served")
 	}
