@@ -678,6 +678,11 @@ spec:
 		helmLifecycle(t, b, tools)
 	})
 
+	t.Run("a chart of a StatefulSet, a PodDisruptionBudget and a NetworkPolicy, with Helm", func(t *testing.T) {
+		t.Parallel()
+		helmStatefulChart(t, b, tools)
+	})
+
 	t.Run("admission webhooks served by a pod", func(t *testing.T) {
 		t.Parallel()
 		admissionWebhooks(t, b)
