@@ -59,17 +59,7 @@ func NewPolicies(cfg Config) (*Policies, error) {
 	return p, nil
 }
 
-func (p *Policies) conn() (*nftables.Conn, error) {
-	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
-	if p.ns.IsOpen() {
-		opts = append(opts, nftables.WithNetNSFd(int(p.ns)))
-	}
-	c, err := nftables.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
-	}
-	return c, nil
-}
+func (p *Policies) conn() (*nftables.Conn, error) { return nsConn(p.ns) }
 
 // Sync makes the table enforce the policies of st on the board's pods,
 // in one nftables transaction that sends only what changed. Connections
@@ -104,14 +94,7 @@ func (p *Policies) Sync(st PolicyState) error {
 
 // logWarnings logs the warnings not logged at the last Sync.
 func (p *Policies) logWarnings(ws []warning) {
-	now := make(map[warning]bool, len(ws))
-	for _, w := range ws {
-		if !p.warned[w] && !now[w] {
-			p.log.Warn("proxy: left out of the NetworkPolicy rules", "object", w.object, "reason", w.reason)
-		}
-		now[w] = true
-	}
-	p.warned = now
+	p.warned = logNew(p.log, "proxy: left out of the NetworkPolicy rules", p.warned, ws)
 }
 
 // Close removes the table: no pod is isolated any more.

@@ -94,17 +94,7 @@ func (p *Proxy) checkBridgeNetfilter() bool {
 }
 
 // conn is a connection to nftables in the board's namespace.
-func (p *Proxy) conn() (*nftables.Conn, error) {
-	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
-	if p.ns.IsOpen() {
-		opts = append(opts, nftables.WithNetNSFd(int(p.ns)))
-	}
-	c, err := nftables.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("nftables: %w", err)
-	}
-	return c, nil
-}
+func (p *Proxy) conn() (*nftables.Conn, error) { return nsConn(p.ns) }
 
 // Sync makes the table program svcs and their endpoints from slices, in
 // one nftables transaction, sending only what changed since the last
@@ -154,14 +144,34 @@ func (p *Proxy) Sync(svcs []*corev1.Service, slices []*discoveryv1.EndpointSlice
 
 // logWarnings logs the warnings not logged at the last Sync.
 func (p *Proxy) logWarnings(ws []warning) {
+	p.warned = logNew(p.log, "proxy: left out of the Service rules", p.warned, ws)
+}
+
+// logNew logs the warnings of ws that are not in warned (those of the
+// last Sync) with msg, and returns those of ws.
+func logNew(log *slog.Logger, msg string, warned map[warning]bool, ws []warning) map[warning]bool {
 	now := make(map[warning]bool, len(ws))
 	for _, w := range ws {
-		if !p.warned[w] && !now[w] {
-			p.log.Warn("proxy: left out of the Service rules", "object", w.object, "reason", w.reason)
+		if !warned[w] && !now[w] {
+			log.Warn(msg, "object", w.object, "reason", w.reason)
 		}
 		now[w] = true
 	}
-	p.warned = now
+	return now
+}
+
+// nsConn is a connection to nftables in the namespace ns (or this
+// process's own if ns is not open).
+func nsConn(ns vnetns.NsHandle) (*nftables.Conn, error) {
+	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
+	if ns.IsOpen() {
+		opts = append(opts, nftables.WithNetNSFd(int(ns)))
+	}
+	c, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	return c, nil
 }
 
 // Close removes the table; Service traffic is not handled any more.
