@@ -307,6 +307,9 @@ type cache struct {
 	// namespaces are the labels of each namespace, for the namespace
 	// selectors of inter-pod affinity.
 	namespaces map[string]labels.Set
+	// services are the selectors of the Services that have one, by
+	// namespace and name.
+	services map[string]map[string]labels.Set
 	// nominations are the nodes pending pods are nominated to.
 	nominations map[string]string
 	// byLabel and groups index the pods placed (index.go).
@@ -314,9 +317,46 @@ type cache struct {
 	groups  map[string]*termGroup
 }
 
+// defaultSpreadSelector is what kube-scheduler's default spread
+// constraints count for pod p: the pods that the Services selecting p
+// select (their selectors merged) and, if p's controller is a
+// ReplicaSet, StatefulSet or ReplicationController, that its controller
+// selects, which isle takes as the pods of that controller. ok is false
+// when neither is there: the defaults then count nothing.
+func (c *cache) defaultSpreadSelector(p *podInfo) (svc labels.Set, owner types.UID, ok bool) {
+	for _, sel := range c.services[p.pod.Namespace] {
+		if sel.AsSelectorPreValidated().Matches(labels.Set(p.pod.Labels)) {
+			svc = labels.Merge(svc, sel)
+		}
+	}
+	if ref := metav1.GetControllerOfNoCopy(p.pod); ref != nil && spreadOwnerKinds[ref.APIVersion+"/"+ref.Kind] {
+		owner = ref.UID
+	}
+	return svc, owner, len(svc) > 0 || owner != ""
+}
+
+// spreadOwnerKinds are the controllers kube-scheduler's default spread
+// counts the pods of.
+var spreadOwnerKinds = map[string]bool{"apps/v1/ReplicaSet": true, "apps/v1/StatefulSet": true, "v1/ReplicationController": true}
+
+// setService keeps (or with a nil selector forgets) a Service's selector.
+func (c *cache) setService(ns, name string, sel labels.Set) {
+	if sel == nil {
+		delete(c.services[ns], name)
+		if len(c.services[ns]) == 0 {
+			delete(c.services, ns)
+		}
+		return
+	}
+	if c.services[ns] == nil {
+		c.services[ns] = map[string]labels.Set{}
+	}
+	c.services[ns][name] = sel
+}
+
 func newCache() *cache {
 	return &cache{nodes: map[string]*nodeInfo{}, pods: map[string]*podInfo{}, imageNodes: map[string]int{},
-		namespaces: map[string]labels.Set{}, nominations: map[string]string{},
+		namespaces: map[string]labels.Set{}, nominations: map[string]string{}, services: map[string]map[string]labels.Set{},
 		byLabel: map[labelPair]map[string]*podInfo{}, groups: map[string]*termGroup{}}
 }
 

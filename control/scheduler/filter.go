@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -54,6 +55,10 @@ type attempt struct {
 	ownLabels labels.Set
 	// images are the pod's containers' images, as nodes name them.
 	images []string
+	// spreadSvc and spreadOwner are what the default spread constraints
+	// count, when the pod has none of its own (spreadScore).
+	spreadSvc   labels.Set
+	spreadOwner types.UID
 }
 
 func newAttempt(info *podInfo, volumes *podVolumes) *attempt {

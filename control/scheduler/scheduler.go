@@ -112,10 +112,10 @@ type run struct {
 	store                           *registry.Store
 	log                             *slog.Logger
 	pods, nodes, pvcs, pvs, classes *registry.Resource
-	namespaces, pdbs                *registry.Resource
+	namespaces, pdbs, services      *registry.Resource
 	podFeed, nodeFeed               *feed
 	pvcFeed, pvFeed, classFeed      *feed
-	nsFeed, pdbFeed                 *feed
+	nsFeed, pdbFeed, svcFeed        *feed
 	// budgetsByKey are the PodDisruptionBudgets, which preemption spares.
 	budgetsByKey map[string]*policyv1.PodDisruptionBudget
 	cache        *cache
@@ -144,6 +144,7 @@ func (s *Scheduler) newRun() *run {
 		classes:      lookup(storagev1.SchemeGroupVersion.WithResource("storageclasses")),
 		namespaces:   lookup(corev1.SchemeGroupVersion.WithResource("namespaces")),
 		pdbs:         lookup(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")),
+		services:     lookup(corev1.SchemeGroupVersion.WithResource("services")),
 		budgetsByKey: map[string]*policyv1.PodDisruptionBudget{},
 		cache:        newCache(),
 		queue:        newQueue(s.cfg.InitialBackoff, s.cfg.MaxBackoff, s.cfg.MaxUnschedulable),
@@ -153,9 +154,9 @@ func (s *Scheduler) newRun() *run {
 		alwaysReady:  make(chan struct{}),
 	}
 	close(r.alwaysReady)
-	// Pods, nodes, namespaces and budgets are followed from their current
-	// state (and swept of what went while no watch was open); claims,
-	// volumes and classes only wake unschedulable pods.
+	// Pods, nodes, namespaces, budgets and Services are followed from
+	// their current state (and swept of what went while no watch was
+	// open); claims, volumes and classes only wake unschedulable pods.
 	r.podFeed = &feed{res: r.pods, full: true}
 	r.nodeFeed = &feed{res: r.nodes, full: true}
 	r.pvcFeed = &feed{res: r.pvcs}
@@ -163,6 +164,7 @@ func (s *Scheduler) newRun() *run {
 	r.classFeed = &feed{res: r.classes}
 	r.nsFeed = &feed{res: r.namespaces, full: true}
 	r.pdbFeed = &feed{res: r.pdbs, full: true}
+	r.svcFeed = &feed{res: r.services, full: true}
 	return r
 }
 
@@ -212,7 +214,7 @@ func (r *run) loop(ctx context.Context) {
 	defer flush.Stop()
 	for ctx.Err() == nil {
 		opened := true
-		for _, f := range []*feed{r.podFeed, r.nodeFeed, r.nsFeed, r.pdbFeed, r.pvcFeed, r.pvFeed, r.classFeed} {
+		for _, f := range []*feed{r.podFeed, r.nodeFeed, r.nsFeed, r.pdbFeed, r.svcFeed, r.pvcFeed, r.pvFeed, r.classFeed} {
 			if f.ch == nil && !r.open(ctx, f) {
 				opened = false
 			}
@@ -244,6 +246,8 @@ func (r *run) loop(ctx context.Context) {
 			r.receive(r.nsFeed, ev, ok, r.onNamespace)
 		case ev, ok := <-r.pdbFeed.ch:
 			r.receive(r.pdbFeed, ev, ok, r.onBudget)
+		case ev, ok := <-r.svcFeed.ch:
+			r.receive(r.svcFeed, ev, ok, r.onService)
 		case ev, ok := <-r.pvcFeed.ch:
 			r.receive(r.pvcFeed, ev, ok, r.onClaim)
 		case ev, ok := <-r.pvFeed.ch:
@@ -374,6 +378,34 @@ func (r *run) onNode(f *feed, ev registry.WatchEvent) {
 	if r.cache.setNode(node) {
 		r.queue.moveAll(r.cfg.Now())
 	}
+}
+
+// onService keeps the Services' selectors, which choose the pods the
+// default spread constraints count.
+func (r *run) onService(f *feed, ev registry.WatchEvent) {
+	if initialEventsEnd(ev) {
+		for ns, names := range r.cache.services {
+			for name := range names {
+				if !f.seen[ns+"/"+name] {
+					r.cache.setService(ns, name, nil)
+				}
+			}
+		}
+		f.seen = nil
+		return
+	}
+	svc, ok := ev.Object.(*corev1.Service)
+	if !ok || ev.Type == watch.Bookmark {
+		return
+	}
+	if f.seen != nil {
+		f.seen[svc.Namespace+"/"+svc.Name] = true
+	}
+	var sel labels.Set
+	if ev.Type != watch.Deleted && len(svc.Spec.Selector) > 0 {
+		sel = labels.Set(svc.Spec.Selector)
+	}
+	r.cache.setService(svc.Namespace, svc.Name, sel)
 }
 
 // onNamespace keeps the namespaces' labels, which inter-pod affinity's

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -214,5 +215,59 @@ func TestPick(t *testing.T) {
 	}
 	if len(chosen) != 2 || chosen[1] == 0 || chosen[3] == 0 {
 		t.Errorf("ties chosen %v, want both 1 and 3 and nothing else", chosen)
+	}
+}
+
+// The default spread constraints count what kube-scheduler's do: the
+// pods the Services selecting the pod select, intersected with its
+// controller's when that is a ReplicaSet, StatefulSet or
+// ReplicationController; nothing for a pod neither selects.
+func TestDefaultSpreadSelectors(t *testing.T) {
+	web, db := podLabels("app", "web"), podLabels("app", "db")
+	jobOf := func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-1", Controller: &yes}}
+	}
+	tests := []struct {
+		name     string
+		services map[string]string // name → its selector's app label
+		pod      *corev1.Pod
+		nodes    []*nodeInfo
+		want     []int64
+	}{
+		{"bare pods a Service selects", map[string]string{"web": "web"}, testPod("p", web),
+			[]*nodeInfo{
+				withPods(testNode("two"), testPod("a", web), testPod("b", web)),
+				withPods(testNode("one"), testPod("c", web), testPod("x", db), testPod("y", db)),
+				withPods(testNode("none"), testPod("z", db)),
+			},
+			[]int64{40, 60, 100}},
+		{"a Job's pods no Service selects: none", nil, testPod("p", web, jobOf),
+			[]*nodeInfo{withPods(testNode("a"), testPod("q", web, jobOf)), testNode("b")},
+			[]int64{0, 0}},
+		{"a Job's pods a Service selects", map[string]string{"web": "web"}, testPod("p", web, jobOf),
+			[]*nodeInfo{withPods(testNode("a"), testPod("q", web, jobOf)), testNode("b")},
+			// 1 × ln(2+2) + 2 → 3 against 2: 100 × (3+2-3)/3.
+			[]int64{66, 100}},
+		{"a ReplicaSet's pods behind a Service: both must select", map[string]string{"web": "web", "other": "other"},
+			testPod("p", web, ownedBy("rs-1")),
+			[]*nodeInfo{
+				withPods(testNode("two"), testPod("a", web, ownedBy("rs-1")), testPod("b", web, ownedBy("rs-1"))),
+				withPods(testNode("one"), testPod("c", web, ownedBy("rs-1")), testPod("x", web), testPod("y", db, ownedBy("rs-1"))),
+				withPods(testNode("none"), testPod("z", web, ownedBy("rs-2"))),
+			},
+			[]int64{40, 60, 100}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clusterOf(tc.nodes...)
+			for name, app := range tc.services {
+				c.setService("default", name, labels.Set{"app": app})
+			}
+			a := prepared(t, c, tc.pod)
+			if got := spreadScore(a, c, tc.nodes); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

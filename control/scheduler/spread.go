@@ -19,7 +19,7 @@ type spreadConstraint struct {
 	maxSkew int64
 	key     string
 	// selector selects the pods counted, in the pod's namespace; nil
-	// counts the pods of the pod's controller (the default constraints).
+	// counts those of the default constraints (attempt.countDefault).
 	selector   labels.Selector
 	minDomains int
 	// honorAffinity: only nodes that pass the pod's node affinity and
@@ -31,10 +31,9 @@ type spreadConstraint struct {
 
 // defaultSpread are kube-scheduler's default constraints, for pods that
 // have none of their own: at most 3 more on one node than on another and
-// 5 more in one zone, as a preference. kube-scheduler counts the pods
-// that the Services, ReplicaSets, StatefulSets and ReplicationControllers
-// selecting the pod select; isle counts the pods of the pod's controller,
-// which the scheduler knows without following those kinds.
+// 5 more in one zone, as a preference, counting the pods that the
+// Services and the controller selecting the pod select
+// (cache.defaultSpreadSelector).
 var defaultSpread = []spreadConstraint{
 	{maxSkew: 3, key: corev1.LabelHostname, minDomains: 1, honorAffinity: true},
 	{maxSkew: 5, key: corev1.LabelTopologyZone, minDomains: 1, honorAffinity: true},
@@ -69,7 +68,7 @@ func spreadConstraints(pod *corev1.Pod, when corev1.UnsatisfiableConstraintActio
 // count is how many pods the constraint counts on node n.
 func (c *spreadConstraint) count(a *attempt, n *nodeInfo) int {
 	if c.selector == nil {
-		return n.owners[a.info.owner]
+		return a.countDefault(n)
 	}
 	if c.selector.Empty() {
 		return 0
@@ -77,6 +76,24 @@ func (c *spreadConstraint) count(a *attempt, n *nodeInfo) int {
 	count := 0
 	for _, p := range n.pods {
 		if p.pod.Namespace == a.info.pod.Namespace && p.pod.DeletionTimestamp == nil && c.selector.Matches(labels.Set(p.pod.Labels)) {
+			count++
+		}
+	}
+	return count
+}
+
+// countDefault is how many pods the default constraints count on node
+// n (cache.defaultSpreadSelector).
+func (a *attempt) countDefault(n *nodeInfo) int {
+	svc, owner := a.spreadSvc, a.spreadOwner
+	if len(svc) == 0 {
+		return n.owners[owner]
+	}
+	sel := svc.AsSelectorPreValidated()
+	count := 0
+	for _, p := range n.pods {
+		if p.pod.Namespace == a.info.pod.Namespace && p.pod.DeletionTimestamp == nil && (owner == "" || p.owner == owner) &&
+			sel.Matches(labels.Set(p.pod.Labels)) {
 			count++
 		}
 	}
@@ -187,7 +204,8 @@ func (a *attempt) spreadScore(c *cache, nodes []*nodeInfo) []int64 {
 	scores := make([]int64, len(nodes))
 	constraints, defaulted := spreadConstraints(a.info.pod, corev1.ScheduleAnyway), false
 	if len(a.info.pod.Spec.TopologySpreadConstraints) == 0 {
-		if a.info.owner == "" {
+		var ok bool
+		if a.spreadSvc, a.spreadOwner, ok = c.defaultSpreadSelector(a.info); !ok {
 			return scores
 		}
 		constraints, defaulted = defaultSpread, true
