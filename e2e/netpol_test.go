@@ -208,6 +208,16 @@ spec:
     ports: [{protocol: TCP, port: http}]
   - to: [{ipBlock: {cidr: `+servers[1].ip+`/32}}]
 `, "cx>web-1 cx>web-2 !cy>web-1 !cy>web-2 cz>web-1 cz>web-2")
+	// The cluster DNS is the board's own: names still resolve under an
+	// egress policy that names no DNS server.
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return netns.Dialer(clients[2].netns)(ctx, network, "10.43.0.10:53")
+	}}
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	if addrs, err := r.LookupHost(rctx, "kubernetes.default.svc.cluster.local"); err != nil || len(addrs) == 0 {
+		t.Errorf("the cluster DNS from np-z under its egress policy: %v, %v", addrs, err)
+	}
 	k.ok(t, "label", "pod", "-n", "np-x", "web-1", "app=other", "--overwrite")
 	step("web-1 relabelled out of np-z's egress rule and np-x's policy", "", "cx>web-1 cx>web-2 cy>web-1 !cy>web-2 !cz>web-1 cz>web-2")
 
