@@ -37,8 +37,8 @@ import (
 // debianPackages are the Debian root's packages besides minbase's: what
 // the tests run inside agnhost and jessie-dnsutils containers (curl, dig,
 // nc, ip, iperf), the web servers of the nginx and httpd images, and the
-// static busybox of the busybox image.
-var debianPackages = []string{"busybox-static", "curl", "bind9-dnsutils", "iproute2", "netcat-openbsd", "iperf",
+// static busybox and shell of the busybox image.
+var debianPackages = []string{"busybox-static", "bash-static", "curl", "bind9-dnsutils", "iproute2", "netcat-openbsd", "iperf",
 	"procps", "ca-certificates", "nginx-light", "apache2"}
 
 // platform is a board architecture the images are made for.
@@ -242,7 +242,8 @@ exec apache2 -DFOREGROUND "$@"
 func (s *imageSet) debianLayer(root string) (v1.Layer, map[string][]byte, error) {
 	layerPath := strings.TrimSuffix(root, ".tar") + "-layer.tar"
 	keep := map[string][]byte{}
-	wanted := map[string]string{"etc/passwd": "passwd", "etc/group": "group", "usr/bin/busybox": "busybox", "bin/busybox": "busybox"}
+	wanted := map[string]string{"etc/passwd": "passwd", "etc/group": "group", "usr/bin/busybox": "busybox", "bin/busybox": "busybox",
+		"usr/bin/bash-static": "bash-static", "bin/bash-static": "bash-static"}
 	in, err := os.Open(root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("images: %w", err)
@@ -286,7 +287,7 @@ func (s *imageSet) debianLayer(root string) (v1.Layer, map[string][]byte, error)
 			return nil, nil, err
 		}
 	}
-	for _, k := range []string{"passwd", "group", "busybox"} {
+	for _, k := range []string{"passwd", "group", "busybox", "bash-static"} {
 		if keep[k] == nil {
 			return nil, nil, fmt.Errorf("images: %s has no %s", root, k)
 		}
@@ -339,6 +340,11 @@ func dropFromLayer(name string, h *tar.Header) bool {
 
 // busyboxLayer is the busybox image's one layer: the static busybox with
 // every applet it has linked in /bin, a root and a nobody user, and /tmp.
+// Its sh is Debian's static bash: the ash of Debian's busybox (1.35)
+// drops environment variables whose names are not shell identifiers
+// ("data-1", which the ConfigMap and Secret environment specs set and read
+// back with `sh -c env`), where upstream's image (busybox 1.36.1) keeps
+// them.
 func busyboxLayer(etc map[string][]byte) (v1.Layer, error) {
 	// The applets are those of the machine's own busybox-static, the same
 	// Debian build as the root's.
@@ -360,6 +366,7 @@ func busyboxLayer(etc map[string][]byte) (v1.Layer, error) {
 			files["/bin/"+a] = file{link: "busybox"}
 		}
 	}
+	files["/bin/sh"] = file{data: etc["bash-static"], mode: 0o755}
 	return layerOf(files)
 }
 

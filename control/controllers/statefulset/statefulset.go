@@ -397,6 +397,17 @@ func (s *setSync) manage() error {
 			return errors.Join(errs...) // wait for it
 		}
 	}
+	// In OrderedReady, an unhealthy condemned pod waits unless it is the
+	// first unhealthy pod (the replicas are healthy by now, so the
+	// unhealthy condemned pod of the lowest ordinal), as kube-controller-
+	// manager: a scale-down halts while pods above that one are unhealthy.
+	var firstUnhealthy *corev1.Pod
+	for _, p := range slices.Backward(s.condemned) {
+		if p.DeletionTimestamp != nil || !runningAndReady(p) {
+			firstUnhealthy = p
+			break
+		}
+	}
 	for _, p := range s.condemned {
 		if p.DeletionTimestamp != nil {
 			if s.monotonic {
@@ -404,7 +415,7 @@ func (s *setSync) manage() error {
 			}
 			continue
 		}
-		if s.monotonic && !runningAndReady(p) && !s.allHealthy() {
+		if s.monotonic && p != firstUnhealthy && (!runningAndReady(p) || !s.available(p)) {
 			return errors.Join(errs...)
 		}
 		if err := s.releaseClaims(p); err != nil {
@@ -419,15 +430,6 @@ func (s *setSync) manage() error {
 		return err
 	}
 	return s.rollOut()
-}
-
-func (s *setSync) allHealthy() bool {
-	for _, p := range s.replicas {
-		if !s.healthy(p) {
-			return false
-		}
-	}
-	return true
 }
 
 // rollOut deletes, from the highest ordinal down to the partition, the

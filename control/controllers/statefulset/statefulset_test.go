@@ -193,7 +193,20 @@ func TestStatefulSetOrderedReadyAndRollingUpdate(t *testing.T) {
 		return p != nil && p.UID != old.UID && kit.PodReady(p)
 	})
 
-	// Scale down: the highest ordinals go; claims stay (Retain).
+	// A scale-down halts while pods above the lowest unhealthy one are
+	// unhealthy (as kube-controller-manager: the conformance spec
+	// "Scaling should happen in predictable order and halt if any
+	// stateful pod is unhealthy")...
+	e.kubelet.SetReady(func(*corev1.Pod) bool { return false })
+	e.Eventually("no replica ready", func() bool { return e.set().Status.ReadyReplicas == 0 })
+	e.mutate(func(s *appsv1.StatefulSet) { s.Spec.Replicas = ctltest.Ptr(int32(0)) })
+	e.Settle("default/web", e.sets, "web")
+	if got := e.names(); len(got) != 3 {
+		t.Fatalf("pods %v after a scale-down to 0 with every pod unready, want the three kept", got)
+	}
+	// ...and goes on, highest ordinal first, once they are healthy: the
+	// highest ordinals go; claims stay (Retain).
+	e.kubelet.SetReady(nil)
 	e.mutate(func(s *appsv1.StatefulSet) { s.Spec.Replicas = ctltest.Ptr(int32(1)) })
 	e.Eventually("web-0 alone", func() bool { return slices.Equal(e.names(), []string{"web-0"}) && e.set().Status.Replicas == 1 })
 	for _, c := range []string{"data-web-0", "data-web-1", "data-web-2"} {
