@@ -131,9 +131,9 @@ func helmStatefulChart(t *testing.T, b *podBoard, tools *inClusterTools) {
 		}
 		return err == nil
 	}
-	if !connects("client") {
-		t.Error("the chart's client cannot reach db-0")
-	}
+	// The boards learn of a new pod's address through their informers: the
+	// client gets in once its board's rules have it.
+	waitFor(t, 20*time.Second, "the chart's client to reach db-0", func() bool { return connects("client") })
 	if connects("stranger") {
 		t.Error("a pod not labelled db-client reached db-0 through the chart's NetworkPolicy")
 	}
