@@ -32,7 +32,7 @@ import (
 // island's registry, which the boards use as the mirror of
 // registry.k8s.io. Alpine-based upstream images get a Debian root (curl,
 // dig, nc, ip, nginx and Apache included) shared as one layer; busybox is
-// Debian's static busybox with every applet linked.
+// Debian's static busybox with every applet linked (and bash as sh).
 
 // debianPackages are the Debian root's packages besides minbase's: what
 // the tests run inside agnhost and jessie-dnsutils containers (curl, dig,

@@ -41,6 +41,17 @@ func Patch(template *corev1.PodTemplateSpec) ([]byte, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("history: encode the template: %w", err)
 	}
+	// Kubernetes 1.33's types, whose clients match revisions by these
+	// bytes (kubectl, the conformance suite), encode a template's zero
+	// creation time as null; newer ones leave it out.
+	meta, _ := t["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		t["metadata"] = meta
+	}
+	if _, ok := meta["creationTimestamp"]; !ok {
+		meta["creationTimestamp"] = nil
+	}
 	t["$patch"] = "replace"
 	return json.Marshal(map[string]any{"spec": map[string]any{"template": t}})
 }
@@ -173,13 +184,28 @@ func (h *History) Record(ctx context.Context, revs []*appsv1.ControllerRevision,
 	}
 }
 
-// sameJSON compares two JSON documents by value.
+// sameJSON compares two JSON documents by value; a template's null
+// creation time counts as none (revisions written before Patch wrote it
+// stay the same revision, so an upgrade rolls no pods).
 func sameJSON(a, b []byte) bool {
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	return equality.Semantic.DeepEqual(x, y)
+	return equality.Semantic.DeepEqual(withoutNullCreation(x), withoutNullCreation(y))
+}
+
+// withoutNullCreation drops spec.template.metadata.creationTimestamp from
+// a revision's data when it is null.
+func withoutNullCreation(doc any) any {
+	top, _ := doc.(map[string]any)
+	spec, _ := top["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	meta, _ := tmpl["metadata"].(map[string]any)
+	if v, ok := meta["creationTimestamp"]; ok && v == nil {
+		delete(meta, "creationTimestamp")
+	}
+	return doc
 }
 
 // Truncate deletes the oldest revisions beyond limit, sparing those in
