@@ -162,6 +162,10 @@ func TestServiceTraffic(t *testing.T) {
 	echoImg.Entrypoint, echoImg.Cmd = []string{"/usr/bin/echoserver"}, nil
 	echo := isl.image(ctrtest.Push(t, isl.state.RegistryAddr(), "isle/echo:1", echoImg, nil))
 	isl.apply(t, strings.NewReplacer("ECHO", echo, "HELLO", isl.hello, "PERIOD", fmt.Sprint(probePeriod.Seconds())).Replace(trafficManifest))
+	// A CronJob every minute, for the whole test: its runs, history limit
+	// and catching up after the control plane was down are checked late.
+	isl.apply(t, strings.ReplaceAll(cronJobManifest, "HELLO", isl.hello))
+	cronStart := time.Now()
 	k := isl.kubectl
 	waitFor(t, 120*time.Second, "three echo replicas and one other Ready", func() bool {
 		return readyPods(k, "app=echo") == 3 && readyPods(k, "app=other") == 1
@@ -460,6 +464,7 @@ subsets:
 	t.Run("a rollout flashes activity on the boards of the new pods", func(t *testing.T) { testRolloutFlashes(t, isl) })
 	t.Run("kubectl drain waits for the PodDisruptionBudget", func(t *testing.T) { testDrain(t, isl) })
 	t.Run("a pod of higher priority preempts one of lower priority", func(t *testing.T) { testPreemption(t, isl) })
+	var missed time.Time // a schedule of the CronJob while every server was stopped
 	t.Run("with every server stopped, the boards still answer", func(t *testing.T) {
 		// A replica on each board, so that the agents have their own (the
 		// autoscaler would take them back).
@@ -470,6 +475,12 @@ subsets:
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The outage covers the start of a minute: the CronJob misses a
+		// schedule.
+		if sec := time.Now().Second(); sec < 40 {
+			time.Sleep(time.Duration(40-sec) * time.Second)
+		}
+		missed = time.Now().Truncate(time.Minute).Add(time.Minute)
 		for _, s := range []string{"pi1", "pi2", "pi3"} {
 			isl.board(t, "stop", s)
 		}
@@ -483,6 +494,9 @@ subsets:
 		}
 		testServersBack(t, isl, before)
 	})
+	t.Run("a CronJob every minute: its runs, history limit, the schedule missed while the servers were down, a job made from it", func(t *testing.T) {
+		testCronJob(t, isl, cronStart, missed)
+	})
 	t.Run("a power cut of every board: the cluster whole again, nothing lost or moved", func(t *testing.T) { testPowerCut(t, isl) })
 	t.Run("a board whose containerd dies blinks fast and is NotReady within a second", func(t *testing.T) {
 		testRuntimeDownLED(t, isl, "pi5")
@@ -491,9 +505,9 @@ subsets:
 }
 
 // podPlaces maps each pod's "namespace/name uid" to its Node and whether
-// it is being deleted.
+// it is being deleted (the CronJob's pods, which come and go, left out).
 func podPlaces(k *kubectlRunner) (map[string]string, error) {
-	out, _, err := k.run("", "get", "pods", "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.uid} {.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}`)
+	out, _, err := k.run("", "get", "pods", "-A", "-l", "app!=tick", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.uid} {.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}`)
 	if err != nil {
 		return nil, err
 	}
@@ -1047,6 +1061,27 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	if got := k.ok(t, "exec", "web-1", "--", "cat", "/data/boots"); got != "web-1 \nweb-1 \n" {
 		t.Fatalf("web-1's volume after its pod was deleted: %q, want two boots of web-1", got)
 	}
+	// A replica's board killed and powered on again: the replica runs
+	// there again with its volume (a local volume stays on its board). Not
+	// pi4's, whose client pod the later subtests use.
+	victim := "web-1"
+	if isl.pod(t, victim).Spec.NodeName == "pi4" {
+		victim = "web-0"
+	}
+	board := isl.pod(t, victim).Spec.NodeName
+	before := k.ok(t, "exec", victim, "--", "cat", "/data/boots")
+	isl.board(t, "kill", board)
+	isl.board(t, "start", board)
+	var after string
+	waitFor(t, 120*time.Second, victim+" booted again on "+board+" with its volume", func() bool {
+		out, _, err := k.run("", "exec", victim, "--", "cat", "/data/boots")
+		after = out
+		return err == nil && len(out) > len(before) && isl.pod(t, victim).Spec.NodeName == board
+	})
+	if !strings.HasPrefix(after, before) || after[len(before):] != victim+" \n" {
+		t.Fatalf("%s's volume after its board %s was killed: %q, want %q and one more boot", victim, board, after, before)
+	}
+	waitFor(t, 60*time.Second, "web-0, web-1 and web-2 Ready again", func() bool { return readyPods(k, "app=web") == 3 })
 	// A partition of 2: the new template reaches web-2 alone.
 	k.ok(t, "patch", "sts", "web", "-p", `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`)
 	k.ok(t, "set", "env", "sts/web", "COLOR=blue")
@@ -1077,6 +1112,92 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	k.ok(t, "delete", "sts", "web")
 	k.ok(t, "delete", "svc", "web")
 	k.ok(t, "delete", "pvc", "-l", "app=web", "--wait=false")
+}
+
+// cronJobManifest runs a job every minute, keeping the last two that
+// succeeded.
+const cronJobManifest = `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: Forbid
+  successfulJobsHistoryLimit: 2
+  failedJobsHistoryLimit: 1
+  jobTemplate:
+    metadata: {labels: {app: tick}}
+    spec:
+      template:
+        metadata: {labels: {app: tick}}
+        spec:
+          restartPolicy: Never
+          terminationGracePeriodSeconds: 1
+          containers:
+          - {name: tick, image: HELLO, command: [sh, -c, date]}
+`
+
+// testCronJob checks the CronJob made at the test's start: it ran every
+// minute since, keeping the two last jobs that succeeded; the schedule
+// missed while every server was stopped ran once they were back (late,
+// as kube-controller-manager catches up on the most recent missed time);
+// and `kubectl create job --from=cronjob/tick` makes a job of it.
+func testCronJob(t *testing.T, isl *testIsland, start, missed time.Time) {
+	k := isl.kubectl
+	if missed.IsZero() {
+		t.Fatal("the outage subtest did not run")
+	}
+	type job struct {
+		created   time.Time
+		succeeded bool
+	}
+	jobs := func() map[string]job {
+		out := k.ok(t, "get", "jobs", "-l", "app=tick", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.metadata.creationTimestamp} {.status.succeeded}{"\n"}{end}`)
+		m := map[string]job{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			created, _ := time.Parse(time.RFC3339, f[1])
+			m[f[0]] = job{created, len(f) > 2 && f[2] == "1"}
+		}
+		return m
+	}
+	name := fmt.Sprintf("tick-%d", missed.Unix()/60)
+	var caught job
+	waitFor(t, 90*time.Second, "job "+name+" of the missed schedule", func() bool {
+		var ok bool
+		caught, ok = jobs()[name]
+		return ok && caught.succeeded
+	})
+	if late := caught.created.Sub(missed); late < 5*time.Second {
+		t.Errorf("job %s made %v after its schedule, while every server was down: want it made late, once they were back", name, late)
+	}
+	// Three schedules at least, so that the history limit shows.
+	if third := start.Truncate(time.Minute).Add(3 * time.Minute); time.Now().Before(third) {
+		time.Sleep(time.Until(third))
+	}
+	first := fmt.Sprintf("tick-%d", start.Truncate(time.Minute).Add(time.Minute).Unix()/60)
+	waitFor(t, 90*time.Second, "two succeeded jobs kept, no more, the first schedule's gone", func() bool {
+		n := 0
+		all := jobs()
+		for _, j := range all {
+			if j.succeeded {
+				n++
+			}
+		}
+		_, kept := all[first]
+		return n == 2 && !kept
+	})
+	mustMatch(t, "kubectl get cronjob", k.ok(t, "get", "cronjob", "tick"), `(?m)^tick +\* \* \* \* \* +<none> +False +`)
+	k.ok(t, "create", "job", "tick-now", "--from=cronjob/tick")
+	waitFor(t, 60*time.Second, "job tick-now done", func() bool {
+		out, _, err := k.run("", "get", "job", "tick-now", "-o", "jsonpath={.status.succeeded}")
+		return err == nil && out == "1"
+	})
+	// The job made from it is the CronJob's, and goes with it.
+	k.ok(t, "delete", "cronjob", "tick")
 }
 
 // testPreemption takes a board's host port with a pod of low priority,
