@@ -91,14 +91,7 @@ func validateEventV1(e *eventsv1.Event) field.ErrorList {
 	c := eventToCore(e)
 	errs := validateEvent(c)
 	errs = append(errs, validateMeta(&c.ObjectMeta, true, nameIsDNSSubdomain)...)
-	if s := c.Series; s != nil {
-		if s.Count < 2 {
-			errs = append(errs, field.Invalid(field.NewPath("series", "count"), "", "should be at least 2"))
-		}
-		if s.LastObservedTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("series", "lastObservedTime"), ""))
-		}
-	}
+	errs = append(errs, validateEventSeries(c.Series)...)
 	if c.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
 	}
@@ -120,12 +113,10 @@ func validateEventV1(e *eventsv1.Event) field.ErrorList {
 	return errs
 }
 
-// validateEventV1Update: through events.k8s.io/v1 only an Event's series
-// (and metadata) may change, as kube-apiserver allows.
-func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
-	c, o := eventToCore(e), eventToCore(old)
-	errs := validateMetaUpdate(&c.ObjectMeta, &o.ObjectMeta)
-	if s := c.Series; s != nil {
+// validateEventSeries checks a series: two events at least, a last time.
+func validateEventSeries(s *corev1.EventSeries) field.ErrorList {
+	var errs field.ErrorList
+	if s != nil {
 		if s.Count < 2 {
 			errs = append(errs, field.Invalid(field.NewPath("series", "count"), "", "should be at least 2"))
 		}
@@ -133,6 +124,15 @@ func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
 			errs = append(errs, field.Required(field.NewPath("series", "lastObservedTime"), ""))
 		}
 	}
+	return errs
+}
+
+// validateEventV1Update: through events.k8s.io/v1 only an Event's series
+// (and metadata) may change, as kube-apiserver allows.
+func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
+	c, o := eventToCore(e), eventToCore(old)
+	errs := validateMetaUpdate(&c.ObjectMeta, &o.ObjectMeta)
+	errs = append(errs, validateEventSeries(c.Series)...)
 	for _, f := range []struct {
 		path     string
 		new, old any

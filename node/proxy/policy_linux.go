@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	netutils "k8s.io/utils/net"
 )
 
 // PolicyState is what a board's NetworkPolicy rules are made of: every
@@ -421,29 +422,16 @@ func blockRanges(b *networkingv1.IPBlock) ([]addrRange, error) {
 	return out, nil
 }
 
-// parseLegacyCIDR parses a CIDR as the API takes it: leading zeros in the
-// address allowed, host bits ignored.
+// parseLegacyCIDR parses a CIDR as the API takes it (leading zeros in
+// the address allowed), masked.
 func parseLegacyCIDR(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
+	_, n, err := netutils.ParseCIDRSloppy(s)
 	if err != nil {
-		// "010.001.0.0/16": the API takes it, as decimal.
-		var a [4]int
-		var bits int
-		if n, serr := fmt.Sscanf(s, "%d.%d.%d.%d/%d", &a[0], &a[1], &a[2], &a[3], &bits); serr != nil || n != 5 {
-			return netip.Prefix{}, err
-		}
-		var b [4]byte
-		for i, v := range a {
-			if v < 0 || v > 255 {
-				return netip.Prefix{}, err
-			}
-			b[i] = byte(v)
-		}
-		if p, err = netip.AddrFrom4(b).Prefix(bits); err != nil {
-			return netip.Prefix{}, err
-		}
+		return netip.Prefix{}, err
 	}
-	return p.Masked(), nil
+	bits, _ := n.Mask.Size()
+	a, _ := netip.AddrFromSlice(n.IP)
+	return netip.PrefixFrom(a.Unmap(), bits), nil
 }
 
 func prefixRange(p netip.Prefix) addrRange {

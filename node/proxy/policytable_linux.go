@@ -105,13 +105,8 @@ func (p *Policies) Close() error {
 		return nil
 	}
 	p.closed = true
-	defer p.ns.Close()
-	c, err := p.conn()
-	if err == nil {
-		err = deleteTable(c, PolicyTableName)
-	}
-	if err != nil {
-		return fmt.Errorf("proxy: policies: close: nftables table %s: %w", PolicyTableName, err)
+	if err := closeTable(p.ns, PolicyTableName); err != nil {
+		return fmt.Errorf("proxy: policies: close: %w", err)
 	}
 	return nil
 }

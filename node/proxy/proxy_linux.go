@@ -182,13 +182,21 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
-	defer p.ns.Close()
-	c, err := p.conn()
+	if err := closeTable(p.ns, TableName); err != nil {
+		return fmt.Errorf("proxy: close: %w", err)
+	}
+	return nil
+}
+
+// closeTable removes a table from the namespace ns, then closes ns.
+func closeTable(ns vnetns.NsHandle, table string) error {
+	defer ns.Close()
+	c, err := nsConn(ns)
 	if err == nil {
-		err = deleteTable(c, TableName)
+		err = deleteTable(c, table)
 	}
 	if err != nil {
-		return fmt.Errorf("proxy: close: nftables table %s: %w", TableName, err)
+		return fmt.Errorf("nftables table %s: %w", table, err)
 	}
 	return nil
 }
