@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -191,33 +194,72 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 	if gv.Group == "" {
 		apiPath = "/api"
 	}
-	tlsCfg := s.tlsConfig()
 	cfg := &rest.Config{
 		Host:        "https://" + wire.APIServerName,
 		APIPath:     apiPath,
 		BearerToken: cred.NodeToken,
-		// client-go's own transport, with the board's clock: client-go
-		// takes no clock for its certificate checks.
-		Transport: utilnet.SetTransportDefaults(&http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			TLSHandshakeTimeout: 10 * time.Second,
-			TLSClientConfig:     tlsCfg,
-			MaxIdleConnsPerHost: 25,
-			DialContext:         s.dial,
-		}),
-		UserAgent: "isle-agent/" + cred.Name,
-		QPS:       20,
-		Burst:     40,
+		UserAgent:   "isle-agent/" + cred.Name,
+		QPS:         20,
+		Burst:       40,
 		ContentConfig: rest.ContentConfig{
 			GroupVersion:         &gv,
 			NegotiatedSerializer: serializer.NewCodecFactory(scheme).WithoutConversion(),
 		},
 	}
-	c, err := rest.RESTClientFor(cfg)
+	// What rest.RESTClientFor does with a transport of its own, without
+	// reaching what a client's configuration may ask and the agent's never
+	// does: client-go's TLS transport cache, which brings
+	// golang.org/x/net/http2's client and its IDNA tables (a second HTTP/2
+	// client beside net/http's), and the exec and auth-provider credential
+	// plugins: about 520 KB of the arm64 binary.
+	rt, err := transport.HTTPWrappersForConfig(&transport.Config{
+		UserAgent:   cfg.UserAgent,
+		BearerToken: cfg.BearerToken,
+	}, newTransport(s))
+	if err != nil {
+		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
+	}
+	c, err := rest.RESTClientForConfigAndClient(cfg, &http.Client{Transport: rt})
 	if err != nil {
 		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
 	}
 	return c, nil
+}
+
+// newTransport is the transport of the API clients, with the board's clock
+// (client-go takes no clock for its certificate checks): client-go's
+// defaults (k8s.io/apimachinery/pkg/util/net.SetTransportDefaults) on
+// net/http's own HTTP/2 client. Its health check pings a connection
+// silent for 30 seconds and closes it when the ping has no answer within
+// 15, as client-go's; DISABLE_HTTP2, HTTP2_READ_IDLE_TIMEOUT_SECONDS and
+// HTTP2_PING_TIMEOUT_SECONDS change them as they do client-go's.
+func newTransport(s *servers) *http.Transport {
+	t := &http.Transport{
+		Proxy:               utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment),
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     s.tlsConfig(),
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+		DialContext:         s.dial,
+	}
+	if os.Getenv("DISABLE_HTTP2") != "" {
+		return t
+	}
+	t.ForceAttemptHTTP2 = true
+	t.HTTP2 = &http.HTTP2Config{
+		SendPingTimeout: envSeconds("HTTP2_READ_IDLE_TIMEOUT_SECONDS", 30),
+		PingTimeout:     envSeconds("HTTP2_PING_TIMEOUT_SECONDS", 15),
+	}
+	return t
+}
+
+// envSeconds is the environment variable name's whole number of seconds,
+// or def seconds when it is unset or not a number.
+func envSeconds(name string, def int) time.Duration {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return time.Duration(n) * time.Second
+	}
+	return time.Duration(def) * time.Second
 }
 
 // tlsConfig verifies the servers by the CAs the board trusts at each

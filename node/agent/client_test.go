@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isle-cluster/isle/control/pki"
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/node/gossip"
 )
@@ -219,5 +221,73 @@ func TestUnreachableThroughClientGo(t *testing.T) {
 	}
 	if Unreachable(errors.New("nodes is forbidden")) || Unreachable(nil) {
 		t.Fatal("an API error taken for an unreachable server")
+	}
+}
+
+// The API clients speak HTTP/2 (net/http's client) to the servers, with
+// the node's token and user agent, verifying the server by the CAs the
+// board trusts.
+func TestClientHTTP2(t *testing.T) {
+	ca, err := pki.NewCA("test-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServing(wire.APIServerName, []string{wire.APIServerName}, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct{ proto, auth, agent string }
+	got := make(chan seen, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Proto, r.Header.Get("Authorization"), r.Header.Get("User-Agent")}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"a1"}}`)
+	}))
+	srv.EnableHTTP2 = true
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	trust, err := newCATrust(ca.CertPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := gossip.DeriveKey("s3cret")
+	lonely, _ := startMember(t, gossip.Meta{Name: "a1", Role: gossip.RoleAgent}, key)
+	s := &servers{g: lonely, fallback: []string{srv.Listener.Addr().String()}, trust: trust,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c, err := newClient(wire.Credential{Name: "a1", NodeToken: "t0k"}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get().Resource("nodes").Name("a1").Do(context.Background()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g.proto != "HTTP/2.0" || g.auth != "Bearer t0k" || g.agent != "isle-agent/a1" {
+		t.Fatalf("the server saw %+v, want HTTP/2.0, Bearer t0k, isle-agent/a1", g)
+	}
+}
+
+// The HTTP/2 health check of the API clients is client-go's, and its
+// environment variables change it as they change client-go's.
+func TestTransportHTTP2Settings(t *testing.T) {
+	tr := newTransport(&servers{})
+	if !tr.ForceAttemptHTTP2 || tr.HTTP2 == nil || tr.HTTP2.SendPingTimeout != 30*time.Second || tr.HTTP2.PingTimeout != 15*time.Second {
+		t.Fatalf("transport: HTTP/2 %v, %+v; want HTTP/2 with pings after 30 s of silence, 15 s to answer", tr.ForceAttemptHTTP2, tr.HTTP2)
+	}
+	if tr.TLSHandshakeTimeout != 10*time.Second || tr.IdleConnTimeout != 90*time.Second || tr.MaxIdleConnsPerHost != 25 || tr.Proxy == nil {
+		t.Fatalf("transport: %v handshake, %v idle, %d idle per host, proxy %v; want client-go's defaults", tr.TLSHandshakeTimeout, tr.IdleConnTimeout, tr.MaxIdleConnsPerHost, tr.Proxy != nil)
+	}
+	t.Setenv("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "0")
+	t.Setenv("HTTP2_PING_TIMEOUT_SECONDS", "5")
+	if tr := newTransport(&servers{}); tr.HTTP2.SendPingTimeout != 0 || tr.HTTP2.PingTimeout != 5*time.Second {
+		t.Fatalf("health check %+v, want none (HTTP2_READ_IDLE_TIMEOUT_SECONDS=0), 5 s", tr.HTTP2)
+	}
+	t.Setenv("DISABLE_HTTP2", "1")
+	if tr := newTransport(&servers{}); tr.ForceAttemptHTTP2 || tr.HTTP2 != nil {
+		t.Fatal("DISABLE_HTTP2 set: the transport still asks for HTTP/2")
 	}
 }
