@@ -81,6 +81,7 @@ type podSample struct {
 	sample
 	uid        types.UID
 	containers []metricsv1beta1.ContainerMetrics
+	network    *wire.PodNetwork
 }
 
 // NewCache returns an empty cache.
@@ -200,7 +201,7 @@ func (c *Cache) keep(node string, r *wire.Report) {
 			c.dropped.WithLabelValues("full").Inc()
 			continue
 		}
-		c.pods[key] = podSample{sample: s, uid: p.UID, containers: p.Containers}
+		c.pods[key] = podSample{sample: s, uid: p.UID, containers: p.Containers, network: p.Network}
 	}
 }
 
@@ -224,6 +225,23 @@ func (c *Cache) sweepLocked(now time.Time) {
 
 func (c *Cache) expired(s sample, now time.Time) bool {
 	return now.Sub(s.received) >= c.cfg.TTL
+}
+
+// Traffic returns, for the pods of the namespaces in (all if in is nil)
+// that received any, the bytes per second each received over its latest
+// report's window, by "NAMESPACE/NAME".
+func (c *Cache) Traffic(in func(namespace string) bool) map[string]float64 {
+	now := c.cfg.Now()
+	out := map[string]float64{}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for key, s := range c.pods {
+		if s.network == nil || s.network.RxBytes == 0 || s.window.Duration <= 0 || c.expired(s.sample, now) || in != nil && !in(key.namespace) {
+			continue
+		}
+		out[key.namespace+"/"+key.name] = float64(s.network.RxBytes) / s.window.Seconds()
+	}
+	return out
 }
 
 // NodeMetrics returns the latest usage of a node (named, without labels).

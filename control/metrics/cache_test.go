@@ -123,6 +123,11 @@ func TestReceiveRefusesBadReports(t *testing.T) {
 			metrics.ErrInvalid, "pods[0].containers: Required value"},
 		{"too many pods", "pi1", body(t, tooManyPods), metrics.ErrInvalid, "pods: Too many: 251: must have at most 250 items"},
 		{"too large", "pi1", make([]byte, wire.MaxReportBytes+1), metrics.ErrTooLarge, "limit is 1048576"},
+		{"absurd traffic", "pi1", body(t, func() *wire.Report {
+			p := pod("web-1", "uid-1", "1m")
+			p.Network = &wire.PodNetwork{RxBytes: wire.MaxNetworkBytes + 1}
+			return report(t0, p)
+		}()), metrics.ErrInvalid, "pods[0].network.rxBytes: Invalid value"},
 		{"another node's pod", "pi1", body(t, report(t0, pod("web-1", "uid-1", "1m"), pod("other", "uid-3", "1m"))), metrics.ErrForbidden,
 			`node "pi1" may not report pod default/other: it is bound to node "pi2"`},
 		{"an unbound pod", "pi1", body(t, report(t0, pod("nowhere", "uid-4", "1m"))), metrics.ErrForbidden, "it is not bound to a node"},
@@ -261,4 +266,29 @@ func value(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestTraffic keeps what the pods received, as bytes a second over the
+// report's window, for the namespaces asked, until the sample expires.
+func TestTraffic(t *testing.T) {
+	c, clk, _ := newCache(t, metrics.Config{})
+	busy, idle, unmeasured := pod("web-1", "uid-1", "1m"), pod("web-2", "uid-2", "1m"), pod("other", "uid-3", "1m")
+	busy.Network = &wire.PodNetwork{RxBytes: 15_000, TxBytes: 30_000}
+	idle.Network = &wire.PodNetwork{TxBytes: 10}
+	if err := c.Receive("pi1", body(t, report(t0, busy, idle)), lookup); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Receive("pi2", body(t, report(t0, unmeasured)), lookup); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Traffic(nil); len(got) != 1 || got["default/web-1"] != 1000 {
+		t.Errorf("traffic %v, want default/web-1 at 1000 B/s alone", got)
+	}
+	if got := c.Traffic(func(ns string) bool { return ns == "class-a" }); len(got) != 0 {
+		t.Errorf("traffic of class-a: %v", got)
+	}
+	clk.advance(3 * time.Minute)
+	if got := c.Traffic(nil); len(got) != 0 {
+		t.Errorf("expired traffic served: %v", got)
+	}
 }

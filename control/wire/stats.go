@@ -66,7 +66,22 @@ type PodUsage struct {
 	UID       types.UID `json:"uid"`
 	// Containers have cpu and memory, both required.
 	Containers []metricsv1beta1.ContainerMetrics `json:"containers"`
+	// Network is what the pod's own network interface carried in the
+	// window; nil for a pod on the board's network, or not measured.
+	Network *PodNetwork `json:"network,omitempty"`
 }
+
+// PodNetwork is the bytes a pod received and sent in a report's window
+// (what the kubelet's Summary API reports as a pod's rxBytes and txBytes,
+// as a difference).
+type PodNetwork struct {
+	RxBytes uint64 `json:"rxBytes"`
+	TxBytes uint64 `json:"txBytes"`
+}
+
+// MaxNetworkBytes bounds a pod's bytes in one window: more than a 10 Gb/s
+// link carries in MaxWindow.
+const MaxNetworkBytes = 1 << 40
 
 // Validate checks a report received at now.
 func (r *Report) Validate(now time.Time) field.ErrorList {
@@ -110,6 +125,16 @@ func (r *Report) Validate(now time.Time) field.ErrorList {
 			seen[key] = true
 		}
 		errs = append(errs, validateContainers(p.Containers, pp.Child("containers"))...)
+		if n := p.Network; n != nil {
+			for _, v := range []struct {
+				name  string
+				bytes uint64
+			}{{"rxBytes", n.RxBytes}, {"txBytes", n.TxBytes}} {
+				if v.bytes > MaxNetworkBytes {
+					errs = append(errs, field.Invalid(pp.Child("network", v.name), v.bytes, fmt.Sprintf("must be at most %d in one window", uint64(MaxNetworkBytes))))
+				}
+			}
+		}
 	}
 	return errs
 }

@@ -242,6 +242,18 @@ func (n *Network) ourVeth(uid types.UID) (netlink.Link, error) {
 	return l, nil
 }
 
+// PodTraffic returns the bytes pod uid has received and sent through its
+// veth since it was made (the board's end's transmit and receive
+// counters); ok is false if the pod has no veth of ours.
+func (n *Network) PodTraffic(uid types.UID) (rx, tx uint64, ok bool) {
+	l, err := n.ourVeth(uid)
+	if err != nil || l == nil || l.Attrs().Statistics == nil {
+		return 0, 0, false
+	}
+	st := l.Attrs().Statistics
+	return st.TxBytes, st.RxBytes, true
+}
+
 // unplumb removes uid's veth pair, if there is one.
 func (n *Network) unplumb(uid types.UID) error {
 	l, err := n.ourVeth(uid)

@@ -72,6 +72,19 @@ func TestTraffic(t *testing.T) {
 	expect(t, "board to a pod of another board", a.ns, "tcp", addrPort(b1.ip, 80), saw(b1.key, a.ip))
 	expect(t, "board to a pod of another board", b.ns, "udp", addrPort(a2.ip, 53), saw(a2.key, b.ip))
 
+	// The counters of a pod's veth: what it received and sent.
+	rx0, tx0, ok := b.net.PodTraffic(b1.uid)
+	if !ok || rx0 == 0 || tx0 == 0 {
+		t.Fatalf("b1's traffic after the connections: rx %d tx %d ok %v", rx0, tx0, ok)
+	}
+	expect(t, "pod to pod across boards", a1.ns, "tcp", addrPort(b1.ip, 80), saw(b1.key, a1.ip))
+	if rx, tx, _ := b.net.PodTraffic(b1.uid); rx <= rx0 || tx <= tx0 {
+		t.Errorf("b1's traffic after another connection: rx %d→%d tx %d→%d", rx0, rx, tx0, tx)
+	}
+	if _, _, ok := b.net.PodTraffic("no-such-pod"); ok {
+		t.Error("a pod without a veth has traffic")
+	}
+
 	// The pod's side: eth0 with the LAN's MTU, default route via the gateway.
 	ph := nstest.Handle(t, a1.ns)
 	eth0, err := ph.LinkByName("eth0")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +21,18 @@ type cpuSample struct {
 	at    time.Time
 }
 
-// usage keeps the previous CPU samples between reports.
+// usage keeps the previous CPU samples (by container) and network
+// counters (by pod) between reports.
 type usage struct {
-	mu   sync.Mutex
-	prev map[string]cpuSample
+	mu      sync.Mutex
+	prev    map[string]cpuSample
+	prevNet map[types.UID]wire.PodNetwork
+}
+
+// trafficCounter is a Network that counts the bytes a pod received and
+// sent (podnet's does, from the pod's veth).
+type trafficCounter interface {
+	PodTraffic(uid types.UID) (rx, tx uint64, ok bool)
 }
 
 // PodUsage reports the CPU (averaged since the previous call) and memory
@@ -34,7 +43,10 @@ func (m *Manager) PodUsage(ctx context.Context) ([]wire.PodUsage, error) {
 	defer m.usage.mu.Unlock()
 	if m.usage.prev == nil {
 		m.usage.prev = map[string]cpuSample{}
+		m.usage.prevNet = map[types.UID]wire.PodNetwork{}
 	}
+	counter, _ := m.cfg.Network.(trafficCounter)
+	seenNet := map[types.UID]bool{}
 	now := time.Now()
 	seen := map[string]bool{}
 	var out []wire.PodUsage
@@ -68,13 +80,29 @@ func (m *Manager) PodUsage(ctx context.Context) ([]wire.PodUsage, error) {
 					corev1.ResourceMemory: *resource.NewQuantity(int64(u.WorkingSet), resource.BinarySI),
 				}})
 		}
-		if len(pu.Containers) > 0 {
-			out = append(out, pu)
+		if len(pu.Containers) == 0 {
+			continue
 		}
+		if counter != nil {
+			if rx, tx, ok := counter.PodTraffic(ps.uid); ok {
+				seenNet[ps.uid] = true
+				prev, had := m.usage.prevNet[ps.uid]
+				m.usage.prevNet[ps.uid] = wire.PodNetwork{RxBytes: rx, TxBytes: tx}
+				if had && rx >= prev.RxBytes && tx >= prev.TxBytes {
+					pu.Network = &wire.PodNetwork{RxBytes: rx - prev.RxBytes, TxBytes: tx - prev.TxBytes}
+				}
+			}
+		}
+		out = append(out, pu)
 	}
 	for id := range m.usage.prev {
 		if !seen[id] {
 			delete(m.usage.prev, id)
+		}
+	}
+	for uid := range m.usage.prevNet {
+		if !seenNet[uid] {
+			delete(m.usage.prevNet, uid)
 		}
 	}
 	return out, nil
