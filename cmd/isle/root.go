@@ -30,6 +30,7 @@ func newRootCommand() *cobra.Command {
 		newDownCommand(),
 		newBoardCommand(),
 		newStatusCommand(),
+		newMapCommand(),
 		newVIPCommand(),
 		newUninstallCommand(),
 		newFirstbootCommand(),

@@ -108,7 +108,7 @@ func nonResource(path string) bool {
 	parts := strings.Split(p, "/")
 	switch {
 	case p == "metrics", p == "api", p == "apis", p == "api/v1", p == "openapi/v2", p == "openapi/v3", strings.HasPrefix(p, "openapi/v3/"),
-		"/"+p == oidcConfigPath, "/"+p == jwksPath:
+		"/"+p == oidcConfigPath, "/"+p == jwksPath, isMapPath("/" + p):
 		return true
 	}
 	return parts[0] == "apis" && (len(parts) == 2 || len(parts) == 3)

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/isle-cluster/isle/control/authz"
+	"github.com/isle-cluster/isle/control/islemap"
 	resourcemetrics "github.com/isle-cluster/isle/control/metrics"
 	"github.com/isle-cluster/isle/control/registry"
 	"github.com/isle-cluster/isle/control/wire"
@@ -99,6 +100,9 @@ type Server struct {
 	metrics  *metrics
 	openapi  openAPI
 	inFlight *inFlight
+	// The island's map: its files, and the store as the maps see it.
+	mapFiles http.Handler
+	mapStore mapStore
 }
 
 // New returns a Server.
@@ -112,7 +116,8 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	return &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: newMetrics(cfg.Metrics), inFlight: newInFlight(cfg.Limits)}
+	return &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, metrics: newMetrics(cfg.Metrics), inFlight: newInFlight(cfg.Limits),
+		mapFiles: islemap.Files()}
 }
 
 type userKey struct{}
@@ -151,7 +156,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 	}
 	// Usage reports are authenticated by the node credential, like the
 	// Kubernetes API, not by the cluster token as the rest of /isle/ is.
-	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil && !(path == wire.ReportPath && s.cfg.Usage != nil) {
+	if strings.HasPrefix(path, "/isle/") && s.cfg.Extra != nil && !(path == wire.ReportPath && s.cfg.Usage != nil) && !isMapPath(path) {
 		s.cfg.Extra.ServeHTTP(w, r)
 		return "isle", ""
 	}
@@ -201,6 +206,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (verb, resource s
 		return s.serveMetrics(w, r)
 	case isReviewPath(path):
 		return s.serveReview(w, r, u)
+	case isMapPath(path):
+		s.serveMap(w, r, u)
+		return "map", ""
 	}
 	if s.serveDiscovery(w, r) {
 		return "discovery", ""

@@ -9,6 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // serveWatch streams watch events as newline-separated JSON objects
@@ -41,6 +45,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		return
 	}
 	o := negotiate(r)
+	if websocket.IsWebSocketUpgrade(r) {
+		s.serveWatchWebSocket(w, r, req, o, events, cancel)
+		return
+	}
 	ct := "application/json"
 	if o.table {
 		ct = "application/json;as=Table;v=" + orDefault(o.tableVersion, "v1") + ";g=meta.k8s.io"
@@ -56,21 +64,74 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 	defer s.metrics.watches.Dec()
 	enc := json.NewEncoder(w)
 	for ev := range events {
-		obj := ev.Object
-		if o.table && ev.Type != watch.Error && ev.Type != watch.Bookmark {
-			t, err := s.toTable(req.Resource, obj, o)
-			if err != nil {
-				st := statusOf(err)
-				obj, ev.Type = st, watch.Error
-			} else {
-				obj = t
-			}
-		}
-		if err := enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Object: obj}}); err != nil {
+		if err := enc.Encode(s.watchEvent(req, o, ev)); err != nil {
 			return
 		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
+}
+
+// watchEvent is ev as the client receives it: its object as a one-row
+// Table if the client asked for tables.
+func (s *Server) watchEvent(req request, o output, ev registry.WatchEvent) *metav1.WatchEvent {
+	obj := ev.Object
+	if o.table && ev.Type != watch.Error && ev.Type != watch.Bookmark {
+		t, err := s.toTable(req.Resource, obj, o)
+		if err != nil {
+			obj, ev.Type = statusOf(err), watch.Error
+		} else {
+			obj = t
+		}
+	}
+	return &metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Object: obj}}
+}
+
+// wsUpgrader accepts a watch's WebSocket from any origin, as
+// kube-apiserver does: requests are authenticated by certificate or
+// token, never by a cookie a page of another origin could send.
+var wsUpgrader = websocket.Upgrader{
+	CheckOrigin:     func(*http.Request) bool { return true },
+	ReadBufferSize:  512,
+	WriteBufferSize: 4096,
+}
+
+// wsWriteWait bounds the sending of one watch event on a WebSocket.
+const wsWriteWait = 30 * time.Second
+
+// serveWatchWebSocket streams the watch's events on a WebSocket, one text
+// message of JSON each, as kube-apiserver does for a watch asked with an
+// Upgrade: websocket (browsers, which hold at most six HTTP/1.1
+// connections to a server, follow many kinds this way). The watch ends
+// when the client closes the socket.
+func (s *Server) serveWatchWebSocket(w http.ResponseWriter, r *http.Request, req request, o output, events <-chan registry.WatchEvent, cancel context.CancelFunc) {
+	conn, err := wsUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered the client
+	}
+	defer conn.Close()
+	// Reading handles the client's pings and close; any error ends the watch.
+	conn.SetReadLimit(4096)
+	go func() {
+		defer cancel()
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	s.metrics.watches.Inc()
+	defer s.metrics.watches.Dec()
+	for ev := range events {
+		b, err := json.Marshal(s.watchEvent(req, o, ev))
+		if err != nil {
+			return
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
+			return
+		}
+	}
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }

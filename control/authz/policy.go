@@ -83,6 +83,9 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			urls(get, "/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")),
 		clusterRole("system:service-account-issuer-discovery", nil,
 			urls(get, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
+		// isle's own: the island's map, a page that shows what its user
+		// may list (package islemap).
+		clusterRole("isle:map-viewer", nil, urls(get, "/isle/map", "/isle/map/*")),
 		clusterRole("system:auth-delegator", nil,
 			rule(create, "authentication.k8s.io", "tokenreviews"),
 			rule(create, "authorization.k8s.io", "subjectaccessreviews")),
@@ -142,6 +145,7 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:basic-user", "system:basic-user", group(GroupAuthenticated)),
 		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", group(GroupAuthenticated), group(GroupUnauthenticated)),
 		clusterRoleBinding("system:monitoring", "system:monitoring", group("system:monitoring")),
+		clusterRoleBinding("isle:map-viewer", "isle:map-viewer", group(GroupAuthenticated)),
 		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", group(GroupServiceAccounts)),
 	}
 }
