@@ -191,13 +191,19 @@ func (s *Server) Memory(ctx context.Context) (Memory, error) {
 
 func (s *Server) adminSocket() string { return filepath.Join(s.dir, "admin.sock") }
 
-// liveHeap collects the server's garbage and reads its HeapAlloc from
-// pprof's text heap profile; 0 if not served.
-func (s *Server) liveHeap(ctx context.Context) uint64 {
+// liveHeap collects the server's garbage and reads its live heap; 0 if
+// not served.
+func (s *Server) liveHeap(ctx context.Context) uint64 { return LiveHeap(ctx, s.adminSocket()) }
+
+// LiveHeap asks the server of the admin socket (started with --debug) to
+// collect its garbage and reads its HeapAlloc from pprof's text heap
+// profile: what the server holds. 0 if not served.
+func LiveHeap(ctx context.Context, adminSocket string) uint64 {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", s.adminSocket())
+		return d.DialContext(ctx, "unix", adminSocket)
 	}}}
+	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/debug/pprof/heap?gc=1&debug=1", nil)
 	if err != nil {
 		return 0
@@ -208,12 +214,14 @@ func (s *Server) liveHeap(ctx context.Context) uint64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if m := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`).FindSubmatch(body); m != nil {
+	if m := heapAlloc.FindSubmatch(body); m != nil {
 		n, _ := strconv.ParseUint(string(m[1]), 10, 64)
 		return n
 	}
 	return 0
 }
+
+var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 
 // stopGrace is how long the server may take to stop before it is killed.
 const stopGrace = 3 * time.Second

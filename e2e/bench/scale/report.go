@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/isle-cluster/isle/e2e/bench/benchkit"
+)
+
+const mib = 1 << 20
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
+
+// report writes the growth tables, the failures and the targets.
+func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
+	fmt.Fprintln(w, "The API at each size (ms; requests spread over the three servers, 4 at a time; lists one at a time):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| boards | pods | get p50/p99 | list ns Table p50/p99 (pods) | list all Table p50/p99 | create p50/p99 | update p50/p99 | write → watcher p50/p99 | errors |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rs {
+		a := r.api
+		fmt.Fprintf(w, "| %d | %s | %s / %s | %s / %s (%s) | %s / %s | %s / %s | %s / %s | %s / %s | %d |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
+			ms(a.get.p(0.5)), ms(a.get.p(0.99)), ms(a.listNS.p(0.5)), ms(a.listNS.p(0.99)), benchkit.Group(float64(a.nsPods)),
+			ms(a.listAll.p(0.5)), ms(a.listAll.p(0.99)), ms(a.create.p(0.5)), ms(a.create.p(0.99)),
+			ms(a.update.p(0.5)), ms(a.update.p(0.99)), ms(a.watch.p(0.5)), ms(a.watch.p(0.99)), a.errors)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The cost at each size (servers s1/s2/s3, * the store's leader; memory and CPU after the pods settled, CPU over the idle window):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
+			r.joined.Seconds(), benchkit.Group(float64(r.newPods)/r.bound.Seconds()), r.running.Seconds(),
+			per3(r, func(s serverSample) float64 { return float64(s.rss) / mib }, "%.0f"),
+			per3(r, func(s serverSample) float64 { return float64(s.live) / mib }, "%.1f"),
+			cpu3(r), float64(r.servers[r.leader].logBytes)/mib, float64(r.servers[r.leader].storeBytes)/mib,
+			benchkit.Group(r.writtenPerPod), r.gossip)
+	}
+	fmt.Fprintln(w)
+	last := rs[len(rs)-1]
+	first := rs[0]
+	slopeHeap, slopeRSS := 0.0, 0.0
+	if dp := float64((last.deployments - first.deployments) * replicasPer); dp > 0 {
+		slopeHeap = (float64(last.servers[last.leader].live) - float64(first.servers[first.leader].live)) / dp
+		slopeRSS = (float64(maxRSS(last)) - float64(maxRSS(first))) / dp
+	}
+	fmt.Fprintf(w, "Growth from %d to %d boards (%d to %d pods): the leader's live heap %.1f KiB and the largest RSS %.1f KiB per pod added (boards and pods grow together: a board's share is 20 pods' worth).\n\n",
+		first.boards, last.boards, first.deployments*replicasPer, last.deployments*replicasPer, slopeHeap/1024, slopeRSS/1024)
+
+	var t benchkit.Table
+	small := rs[0]
+	t.Row(fmt.Sprintf("server RSS at %d boards, %d pods (largest of three)", small.boards, small.deployments*replicasPer),
+		fmt.Sprintf("%.1f MiB", float64(maxRSS(small))/mib), "≤ 64 MiB at 10 boards, 300 pods", float64(maxRSS(small)) <= 64*mib || small.boards > 10)
+	t.Row("the leader's live heap per stored pod (slope of the growth)", fmt.Sprintf("%.1f KiB", slopeHeap/1024), "≤ 20 KiB", slopeHeap <= 20*1024)
+	t.Row(fmt.Sprintf("server RSS at %d boards, %d pods (largest of three)", last.boards, last.deployments*replicasPer),
+		fmt.Sprintf("%.1f MiB", float64(maxRSS(last))/mib), "≤ 256 MiB at 250 boards, 5,000 pods", float64(maxRSS(last)) <= 256*mib)
+	mut := slices.Concat(last.api.create, last.api.update)
+	t.Row(fmt.Sprintf("mutating requests p99 at %d boards (creates and updates)", last.boards), ms(latencies(mut).p(0.99))+" ms", "≤ 1 s (Kubernetes' API SLO)",
+		latencies(mut).p(0.99) <= time.Second)
+	t.Row(fmt.Sprintf("list of a namespace p99 at %d boards (%d pods, Table)", last.boards, last.api.nsPods), ms(last.api.listNS.p(0.99))+" ms", "≤ 5 s (Kubernetes' API SLO)",
+		last.api.listNS.p(0.99) <= 5*time.Second)
+	if last.api.nsPods >= 1000 {
+		t.Row("list of 1,000 pods as a Table, p99", ms(last.api.listNS.p(0.99))+" ms", "≤ 100 ms", last.api.listNS.p(0.99) <= 100*time.Millisecond)
+	}
+	t.Row(fmt.Sprintf("write → watcher p99 at %d boards", last.boards), ms(last.api.watch.p(0.99))+" ms", "", false)
+	if len(fr.notReady) > 0 {
+		t.Row(fmt.Sprintf("a hollow board killed → its Node NotReady, median of %d", len(fr.notReady)),
+			fmt.Sprintf("%.1f s", benchkit.Quantile(fr.notReady, 0.5).Seconds()), "≤ 40 s (Kubernetes' node-monitor-grace-period)",
+			benchkit.Quantile(fr.notReady, 0.5) <= 40*time.Second)
+	}
+	t.Row(fmt.Sprintf("the store's leader (%s) killed → another leads", fr.killedLeader), fmt.Sprintf("%.2f s", fr.elected.Seconds()), "", false)
+	t.Row("the store's leader killed → a write succeeds through another server", fmt.Sprintf("%.2f s", fr.write.Seconds()), "", false)
+	t.Write(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Notes:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "- hollow boards: a real gossip member each, joined through /isle/v1 with the agent token, running the real node agent (Node, status, usage reports, deletions) with pods that run at once; every board's Service and Ingress informers are kept. They watch their pods twice (the agent without containerd, and the hollow kubelet): a little more than real boards ask of the servers.")
+	fmt.Fprintln(w, "- the hollow boards, the bench's clients and the three servers share this machine's CPUs; on boards each has its own.")
+	fmt.Fprintln(w, "- written per pod created: write_bytes of the three servers from the first Deployment of a size to 10 s after its last pod ran (pods, ReplicaSets, EndpointSlices, Events, status), divided by the pods created.")
+	fmt.Fprintln(w, "- live heap: pprof's heap after a collection (the admin socket, --debug); gossip: memberlist's bytes sent and received by the process's hollow boards, per board.")
+	fmt.Fprintln(w)
+	env.WriteMarkdown(w)
+}
+
+func maxRSS(r result) uint64 {
+	var m uint64
+	for _, s := range r.servers {
+		m = max(m, s.rss)
+	}
+	return m
+}
+
+func per3(r result, f func(serverSample) float64, format string) string {
+	out := ""
+	for i, s := range r.servers {
+		if i > 0 {
+			out += " / "
+		}
+		out += fmt.Sprintf(format, f(s))
+		if i == r.leader {
+			out += "*"
+		}
+	}
+	return out
+}
+
+func cpu3(r result) string {
+	out := ""
+	for i, c := range r.cpu {
+		if i > 0 {
+			out += " / "
+		}
+		out += fmt.Sprintf("%.1f", 100*c)
+	}
+	return out
+}
