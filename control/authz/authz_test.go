@@ -237,3 +237,57 @@ func BenchmarkAuthorize(b *testing.B) {
 		})
 	}
 }
+
+// TestNodeAuthorizerBehindStore: a board that has just seen its pod bound
+// asks before the graph has followed the store; the store decides then,
+// and a node's refusals read its pods from the store at most once a
+// second.
+func TestNodeAuthorizerBehindStore(t *testing.T) {
+	x := NewIndex(nil, nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: "a",
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}}}
+	scans := 0
+	x.readPod = func(ns, name string) *corev1.Pod {
+		if ns == pod.Namespace && name == pod.Name {
+			return pod
+		}
+		return nil
+	}
+	x.readPodsOn = func(node string) []*corev1.Pod {
+		scans++
+		if node == pod.Spec.NodeName {
+			return []*corev1.Pod{pod}
+		}
+		return nil
+	}
+	n := &NodeAuthorizer{Index: x}
+	as := func(node, verb, resource, sub, name string) Decision {
+		d, _ := n.Authorize(Attributes{User: &User{Name: NodeUserPrefix + node, Groups: []string{GroupNodes}}, Verb: verb,
+			ResourceRequest: true, APIVersion: "v1", Resource: resource, Subresource: sub, Namespace: "ns", Name: name})
+		return d
+	}
+	if d := as("a", "update", "pods", "status", "p"); d != Allow {
+		t.Errorf("its pod's status, bound in the store only: %v, want Allow", d)
+	}
+	if d := as("b", "update", "pods", "status", "p"); d == Allow {
+		t.Error("another node's pod's status: allowed")
+	}
+	if d := as("a", "delete", "pods", "", "q"); d == Allow {
+		t.Error("a pod in neither graph nor store: allowed")
+	}
+	if d := as("a", "get", "secrets", "", "s"); d != Allow || scans != 1 {
+		t.Errorf("its new pod's Secret: %v after %d scans, want Allow after 1", d, scans)
+	}
+	if d := as("a", "get", "secrets", "", "other"); d == Allow || scans != 1 {
+		t.Errorf("a Secret no pod names, within a second of the last scan: %v after %d scans, want a refusal without a scan", d, scans)
+	}
+	if d := as("b", "get", "secrets", "", "s"); d == Allow || scans != 2 {
+		t.Errorf("another node's pod's Secret: %v after %d scans, want a refusal after a scan of its own", d, scans)
+	}
+	x.mu.Lock()
+	x.setPod(pod, false)
+	x.mu.Unlock()
+	if d := as("a", "get", "secrets", "", "s"); d != Allow || scans != 2 {
+		t.Errorf("with the graph caught up: %v after %d scans, want Allow without a scan", d, scans)
+	}
+}

@@ -39,16 +39,74 @@ type Index struct {
 	classes   map[string]bool        // IngressClass → served by isle's ingress
 	defClass  map[string]bool        // IngressClasses of isle's marked default
 
+	// readPod and readPodsOn read a pod, and the pods bound to a node,
+	// from the store as this server has applied it: the graph follows it
+	// by watches, a moment behind, and is asked again there before a
+	// node is refused (boundTo, refersTo). Nil without a store.
+	readPod    func(namespace, name string) *corev1.Pod
+	readPodsOn func(node string) []*corev1.Pod
+	scanMu     sync.Mutex
+	scanned    map[string]time.Time // node → its last readPodsOn (mayScan)
+
 	synced chan struct{}
 	once   sync.Once
 }
 
 // NewIndex returns an empty index; Run fills it.
 func NewIndex(store *registry.Store, log *slog.Logger) *Index {
-	return &Index{store: store, log: log, clusterRoles: map[string]*rbacv1.ClusterRole{}, crbs: map[string]*rbacv1.ClusterRoleBinding{},
+	x := &Index{store: store, log: log, clusterRoles: map[string]*rbacv1.ClusterRole{}, crbs: map[string]*rbacv1.ClusterRoleBinding{},
 		roles: map[string]map[string]*rbacv1.Role{}, rbs: map[string]map[string]*rbacv1.RoleBinding{},
 		pods: map[string]*podRefs{}, nodeRefs: map[string]map[ref]int{}, claims: map[string]string{},
-		ingresses: map[string]ingressRefs{}, classes: map[string]bool{}, defClass: map[string]bool{}, synced: make(chan struct{})}
+		ingresses: map[string]ingressRefs{}, classes: map[string]bool{}, defClass: map[string]bool{}, scanned: map[string]time.Time{}, synced: make(chan struct{})}
+	if store != nil {
+		x.readPod, x.readPodsOn = x.storePod, x.storePodsOn
+	}
+	return x
+}
+
+// storeReadTimeout bounds a read of the store on a refusal's path.
+const storeReadTimeout = 2 * time.Second
+
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+// storePod reads a pod from the store as this server has applied it
+// (ResourceVersion "0": no round of the store's members); nil if it is
+// not there.
+func (x *Index) storePod(namespace, name string) *corev1.Pod {
+	res, ok := x.store.Resources().Lookup(podsGVR)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeReadTimeout)
+	defer cancel()
+	obj, err := x.store.Get(ctx, res, namespace, name, metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil
+	}
+	p, _ := obj.(*corev1.Pod)
+	return p
+}
+
+// storePodsOn reads the pods bound to node from the store as this server
+// has applied it.
+func (x *Index) storePodsOn(node string) []*corev1.Pod {
+	res, ok := x.store.Resources().Lookup(podsGVR)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeReadTimeout)
+	defer cancel()
+	var out []*corev1.Pod
+	_, err := x.store.Scan(ctx, res, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node}, func(obj runtime.Object) error {
+		if p, ok := obj.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // Synced is closed once the index has read every followed resource once.
@@ -168,7 +226,7 @@ func (x *Index) followed() []followed {
 					setOrDeleteIn(x.rbs, b.Namespace, b.Name, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}, RoleRef: b.RoleRef, Subjects: b.Subjects}, deleted)
 				}
 			}},
-		{corev1.SchemeGroupVersion.WithResource("pods"),
+		{podsGVR,
 			func() { clear(x.pods); clear(x.nodeRefs) },
 			func(obj runtime.Object, deleted bool) {
 				if p, ok := obj.(*corev1.Pod); ok {

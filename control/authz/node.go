@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -158,6 +159,63 @@ func (x *Index) podNode(namespace, name string) string {
 	return ""
 }
 
+// boundTo reports whether the pod namespace/name is bound to node, in the
+// graph or else in the store: a board that has just seen its pod bound
+// (by its own watch, which may be ahead of the graph's) writes its status
+// at once.
+func (x *Index) boundTo(namespace, name, node string) bool {
+	if x.podNode(namespace, name) == node {
+		return true
+	}
+	if x.readPod == nil {
+		return false
+	}
+	p := x.readPod(namespace, name)
+	return p != nil && p.Spec.NodeName == node
+}
+
+// refersTo reports whether a pod bound to node refers to r, in the graph
+// or else in the store (as boundTo: a board reads its new pod's Secrets
+// and ConfigMaps at once).
+func (x *Index) refersTo(node string, r ref) bool {
+	if x.nodeRefers(node, r) {
+		return true
+	}
+	if x.readPodsOn == nil || !x.mayScan(node) {
+		return false
+	}
+	for _, p := range x.readPodsOn(node) {
+		if p.Namespace == r.namespace && p.Spec.NodeName == node && slices.Contains(podRefsOf(p).refs, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanEvery bounds how often a node's refusals read its pods from the
+// store: a board that asks for what none of its pods refers to gets the
+// answer of the graph alone until then.
+const scanEvery = time.Second
+
+// mayScan reports whether node's pods may be read from the store now, and
+// if so counts that it is.
+func (x *Index) mayScan(node string) bool {
+	now := time.Now()
+	x.scanMu.Lock()
+	defer x.scanMu.Unlock()
+	if now.Sub(x.scanned[node]) < scanEvery {
+		return false
+	}
+	if len(x.scanned) > maxScanned {
+		clear(x.scanned) // names of nodes long gone, or a flood of them
+	}
+	x.scanned[node] = now
+	return true
+}
+
+// maxScanned bounds the nodes whose last store read is remembered.
+const maxScanned = 4096
+
 // ingressRefs is what the Node authorizer keeps of an Ingress: its class
 // and the TLS Secrets it names.
 type ingressRefs struct {
@@ -256,12 +314,12 @@ func (n *NodeAuthorizer) Authorize(a Attributes) (Decision, string) {
 			return NoOpinion, "can only get individual resources of this type"
 		}
 		kind := map[string]refKind{"secrets": refSecret, "configmaps": refConfigMap, "persistentvolumeclaims": refClaim, "serviceaccounts": refServiceAccount}[a.Resource]
-		if n.Index.nodeRefers(node, ref{kind: kind, namespace: a.Namespace, name: a.Name}) {
+		if n.Index.refersTo(node, ref{kind: kind, namespace: a.Namespace, name: a.Name}) {
 			return Allow, ""
 		}
 		return allowIf(kind == refSecret && n.Index.ingressSecret(a.Namespace, a.Name), noRelation)
 	case core && a.Resource == "serviceaccounts" && a.Subresource == "token":
-		return allowIf(a.Verb == "create" && n.Index.nodeRefers(node, ref{kind: refServiceAccount, namespace: a.Namespace, name: a.Name}), noRelation)
+		return allowIf(a.Verb == "create" && n.Index.refersTo(node, ref{kind: refServiceAccount, namespace: a.Namespace, name: a.Name}), noRelation)
 	case core && a.Resource == "persistentvolumes" && a.Subresource == "":
 		switch {
 		case a.Verb == "get" && a.Name != "":
@@ -283,15 +341,15 @@ func (n *NodeAuthorizer) Authorize(a Attributes) (Decision, string) {
 				return Allow, ""
 			}
 			if a.Verb == "delete" {
-				return allowIf(n.Index.podNode(a.Namespace, a.Name) == node, noRelation)
+				return allowIf(n.Index.boundTo(a.Namespace, a.Name, node), noRelation)
 			}
 		case "status":
 			if oneOf(a.Verb, "update", "patch") {
-				return allowIf(n.Index.podNode(a.Namespace, a.Name) == node, noRelation)
+				return allowIf(n.Index.boundTo(a.Namespace, a.Name, node), noRelation)
 			}
 		case "eviction":
 			if a.Verb == "create" {
-				return allowIf(n.Index.podNode(a.Namespace, a.Name) == node, noRelation)
+				return allowIf(n.Index.boundTo(a.Namespace, a.Name, node), noRelation)
 			}
 		}
 		return NoOpinion, ""

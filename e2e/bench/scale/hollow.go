@@ -233,7 +233,14 @@ func (p *hollowPods) run(ctx context.Context) {
 			return
 		case pod := <-queue:
 			if err := p.start(ctx, pod); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				p.log.Warn("hollow: pod not started", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				// Again in a second, as the kubelet's status manager.
+				p.log.Warn("hollow: pod not started; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				time.AfterFunc(time.Second, func() {
+					select {
+					case queue <- pod:
+					default:
+					}
+				})
 			}
 		}
 	}

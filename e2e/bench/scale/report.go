@@ -29,12 +29,13 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The cost at each size (servers s1/s2/s3, * the store's leader; memory and CPU after the pods settled, CPU over the idle window):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | of which the binary's file pages MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
+		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
 			r.joined.Seconds(), benchkit.Group(float64(r.newPods)/r.bound.Seconds()), r.running.Seconds(),
 			per3(r, func(s serverSample) float64 { return float64(s.rss) / mib }, "%.0f"),
+			per3(r, func(s serverSample) float64 { return float64(s.file) / mib }, "%.0f"),
 			per3(r, func(s serverSample) float64 { return float64(s.live) / mib }, "%.1f"),
 			cpu3(r), float64(r.servers[r.leader].logBytes)/mib, float64(r.servers[r.leader].storeBytes)/mib,
 			benchkit.Group(r.writtenPerPod), r.gossip)

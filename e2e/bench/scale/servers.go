@@ -152,6 +152,7 @@ func leader(ctx context.Context, ss []*server) (*server, error) {
 // serverSample is what the report says of one server at one moment.
 type serverSample struct {
 	rss, live  uint64
+	anon, file uint64 // RSS split: the process's own pages, the binary's
 	cpu        time.Duration // CPU time used so far
 	written    uint64        // write_bytes so far
 	storeBytes int64         // the data directory on disk
@@ -162,6 +163,9 @@ func (s *server) sample(ctx context.Context) (serverSample, error) {
 	var out serverSample
 	var err error
 	if out.rss, _, err = s.p.Memory(); err != nil {
+		return out, err
+	}
+	if out.anon, out.file, err = s.p.MemorySplit(); err != nil {
 		return out, err
 	}
 	if out.cpu, err = s.p.CPUTime(); err != nil {
