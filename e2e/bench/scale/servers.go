@@ -152,7 +152,7 @@ func leader(ctx context.Context, ss []*server) (*server, error) {
 // serverSample is what the report says of one server at one moment.
 type serverSample struct {
 	rss, live  uint64
-	anon, file uint64 // RSS split: the process's own pages, the binary's
+	anon, file uint64        // RSS split: the process's own pages, the binary's
 	cpu        time.Duration // CPU time used so far
 	written    uint64        // write_bytes so far
 	storeBytes int64         // the data directory on disk
