@@ -25,6 +25,7 @@ import (
 
 	"github.com/isle-cluster/isle/cmd/isle/board"
 	"github.com/isle-cluster/isle/control/cluster"
+	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/storeapi"
@@ -101,7 +102,7 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.storeAddr, "store-addr", "", "gone: the administration API is --admin-socket, /metrics --metrics-addr")
 	_ = fl.MarkHidden("store-addr")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fl.StringVar(&f.memLimit, "memory-limit", "0", "soft limit of the Go runtime's memory, such as 48Mi, for boards short of memory (the garbage collector works harder near it); 0: none")
+	fl.StringVar(&f.memLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory, such as 128Mi (the garbage collector works harder near it, so that the server leaves the board's memory to its pods); auto: a quarter of the board's memory, unless GOMEMLIMIT is set; 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
 	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
 	// For tests of certificate renewal only: lifetimes of minutes.
@@ -127,8 +128,8 @@ func (f *serverFlags) validate() error {
 			return fmt.Errorf("%s %d: want a port from 1 to 65535", flag, p)
 		}
 	}
-	if q, err := resource.ParseQuantity(f.memLimit); err != nil || q.Sign() < 0 {
-		return fmt.Errorf("--memory-limit %q: want a size such as 40Mi, or 0", f.memLimit)
+	if _, err := memoryLimit(f.memLimit, 0); err != nil {
+		return err
 	}
 	if f.apiPort == f.raftPort {
 		return fmt.Errorf("--api-port and --raft-port are both %d: give two ports", f.apiPort)
@@ -184,8 +185,8 @@ func runServer(ctx context.Context, f serverFlags) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	warnTokenArgument(os.Args, log)
-	if q := resource.MustParse(f.memLimit); q.Value() > 0 {
-		debug.SetMemoryLimit(q.Value())
+	if err := setMemoryLimit(f.memLimit, log); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -353,4 +354,42 @@ func resolveAddress(ctx context.Context, address *string, log *slog.Logger) erro
 func optionalAddr(s string) netip.Addr {
 	a, _ := netip.ParseAddr(s)
 	return a
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit as --memory-limit
+// says: auto is a quarter of the board's memory, unless the GOMEMLIMIT
+// variable has set one.
+func setMemoryLimit(flag string, log *slog.Logger) error {
+	if flag == "auto" && os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	var board int64
+	if flag == "auto" {
+		facts, err := hw.Read()
+		if err != nil {
+			return fmt.Errorf("--memory-limit auto: %w", err)
+		}
+		board = facts.Memory
+	}
+	limit, err := memoryLimit(flag, board)
+	if err != nil || limit == 0 {
+		return err
+	}
+	debug.SetMemoryLimit(limit)
+	log.Info("server: Go memory limit set", "limit", resource.NewQuantity(limit, resource.BinarySI).String(), "flag", flag)
+	return nil
+}
+
+// memoryLimit is the limit --memory-limit flag gives on a board of
+// boardMemory bytes: a size, 0 for none, or auto for a quarter of the
+// board's memory.
+func memoryLimit(flag string, boardMemory int64) (int64, error) {
+	if flag == "auto" {
+		return boardMemory / 4, nil
+	}
+	q, err := resource.ParseQuantity(flag)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a size such as 128Mi, auto or 0", flag)
+	}
+	return q.Value(), nil
 }

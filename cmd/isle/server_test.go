@@ -42,6 +42,8 @@ func TestServerFlagsValidate(t *testing.T) {
 		{"relative admin socket", func(f *serverFlags) { f.adminSocket = "admin.sock" }, "--admin-socket"},
 		{"the old store address, ignored", func(f *serverFlags) { f.storeAddr = "127.0.0.1:6444" }, ""},
 		{"memory limit off", func(f *serverFlags) { f.memLimit = "0" }, ""},
+		{"memory limit auto", func(f *serverFlags) { f.memLimit = "auto" }, ""},
+		{"memory limit of another word", func(f *serverFlags) { f.memLimit = "half" }, "--memory-limit"},
 		{"memory limit not a size", func(f *serverFlags) { f.memLimit = "lots" }, "--memory-limit"},
 		{"negative memory limit", func(f *serverFlags) { f.memLimit = "-1Mi" }, "--memory-limit"},
 		{"no pods", func(f *serverFlags) { f.node.containerd = "none" }, ""},
@@ -146,5 +148,21 @@ func TestInMemory(t *testing.T) {
 	}
 	if _, err := inMemory("/no/such/dir"); err == nil || !strings.Contains(err.Error(), "/no/such/dir") {
 		t.Errorf("a missing directory: %v, want an error naming it", err)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		flag  string
+		board int64
+		want  int64
+	}{{"auto", 1 << 30, 256 << 20}, {"auto", 512 << 20, 128 << 20}, {"0", 1 << 30, 0}, {"48Mi", 1 << 30, 48 << 20}} {
+		got, err := memoryLimit(tc.flag, tc.board)
+		if err != nil || got != tc.want {
+			t.Errorf("memoryLimit(%q, %d) = %d, %v; want %d", tc.flag, tc.board, got, err, tc.want)
+		}
+	}
+	if _, err := memoryLimit("-1Mi", 1<<30); err == nil {
+		t.Error("a negative limit accepted")
 	}
 }
