@@ -164,6 +164,11 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 			next = v.Key
 			return false
 		}
+		// A label selector is matched before the whole object is decoded:
+		// most objects a controller lists by labels are not its own.
+		if !sel.Labels.Empty() && !s.labelsMatch(v, sel.Labels) {
+			return true
+		}
 		obj, err := s.fromStore(r, v)
 		if err != nil {
 			ferr = err

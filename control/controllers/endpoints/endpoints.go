@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -171,7 +172,9 @@ func (r *run) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	list, err := r.store.List(ctx, r.slices, ns, metav1.ListOptions{ResourceVersion: "0"})
+	// The Service's slices alone are decoded, of the namespace's.
+	ofService := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}).String()
+	list, err := r.store.List(ctx, r.slices, ns, metav1.ListOptions{ResourceVersion: "0", LabelSelector: ofService})
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,9 @@ func (r *esRun) sync(ctx context.Context, key string) error {
 	if svc.DeletionTimestamp != nil {
 		return nil
 	}
-	list, err := r.store.List(ctx, r.slices, ns, metav1.ListOptions{ResourceVersion: "0"})
+	// Its slices and its pods alone are decoded, of the namespace's.
+	ours := labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: esManagedBy, discoveryv1.LabelServiceName: name})
+	list, err := r.store.List(ctx, r.slices, ns, metav1.ListOptions{ResourceVersion: "0", LabelSelector: ours.String()})
 	if err != nil {
 		return err
 	}
@@ -194,11 +196,11 @@ func (r *esRun) sync(ctx context.Context, key string) error {
 	}
 	var errs []error
 	if esWanted(svc) {
-		podList, err := r.store.List(ctx, r.pods, ns, metav1.ListOptions{ResourceVersion: "0"})
+		selector := labels.SelectorFromSet(svc.Spec.Selector)
+		podList, err := r.store.List(ctx, r.pods, ns, metav1.ListOptions{ResourceVersion: "0", LabelSelector: selector.String()})
 		if err != nil {
 			return err
 		}
-		selector := labels.SelectorFromSet(svc.Spec.Selector)
 		var pods []*corev1.Pod
 		for i := range podList.(*corev1.PodList).Items {
 			pod := &podList.(*corev1.PodList).Items[i]

@@ -101,17 +101,17 @@ func (c *Controller) sweep(ctx context.Context) {
 		if r.StorageVersion != "" {
 			continue
 		}
-		list, err := c.store.List(ctx, r, "", metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			c.log.Warn("garbage collector: list", "resource", r.String(), "err", err)
-			return
-		}
-		objs, _ := meta.ExtractList(list)
-		for _, o := range objs {
-			m, _ := meta.Accessor(o)
+		// The metadata alone: the collector holds every object of the
+		// store at once, and reads nothing else of them.
+		err := c.store.ScanMeta(ctx, r, "", func(m *metav1.PartialObjectMetadata) error {
 			it := item{res: r, obj: m}
 			items = append(items, it)
 			byUID[m.GetUID()] = it
+			return nil
+		})
+		if err != nil {
+			c.log.Warn("garbage collector: list", "resource", r.String(), "err", err)
+			return
 		}
 	}
 	dependents := map[types.UID][]dependent{}

@@ -158,6 +158,8 @@ type rsRun struct {
 	rsRes *registry.Resource
 	pods  *registry.Resource
 	queue *kit.Queue
+	// podMeta is the metadata of every pod, kept by the watch.
+	podMeta *kit.Cache[*metav1.PartialObjectMetadata]
 }
 
 // Run reconciles until ctx ends (when this member stops leading).
@@ -165,7 +167,8 @@ func (c *Controller) Run(ctx context.Context) {
 	r := &rsRun{Controller: c, now: c.now,
 		rsRes: kit.MustLookup(c.store, c.kind.gvr),
 		pods:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
-		queue: kit.NewQueue(rsRetryBase, rsRetryMax)}
+		queue:   kit.NewQueue(rsRetryBase, rsRetryMax),
+		podMeta: kit.NewMetaCache()}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -180,7 +183,7 @@ func (c *Controller) Run(ctx context.Context) {
 // events are then the current objects.
 func (r *rsRun) watch(ctx context.Context) {
 	sets := kit.NewCache[*appsv1.ReplicaSet]()
-	pods := kit.NewMetaCache()
+	pods := r.podMeta
 	queueAll := func() {
 		for _, key := range sets.Keys() {
 			r.queue.Add(key)
@@ -260,14 +263,31 @@ func (r *rsRun) sync(ctx context.Context, key string) error {
 	// The local copy is fresh enough: this member's own writes are applied
 	// here before they return, and other writes arrive as watch events,
 	// which queue this ReplicaSet again.
-	list, err := r.store.List(ctx, r.pods, ns, metav1.ListOptions{ResourceVersion: "0"})
+	// The pods its selector matches (decoded, of the thousands a
+	// namespace may hold, alone) and those it controls that no longer
+	// match, which it releases (found by the watch's metadata).
+	list, err := r.store.List(ctx, r.pods, ns, metav1.ListOptions{ResourceVersion: "0", LabelSelector: selector.String()})
 	if err != nil {
 		return err
 	}
+	candidates := list.(*corev1.PodList).Items
+	for _, m := range r.podMeta.Controlled(rs.UID) {
+		if m.Namespace != ns || selector.Matches(labels.Set(m.Labels)) {
+			continue
+		}
+		obj, err := r.store.Get(ctx, r.pods, ns, m.Name, metav1.GetOptions{ResourceVersion: "0"})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		candidates = append(candidates, *obj.(*corev1.Pod))
+	}
 	var active []*corev1.Pod
 	terminating := int32(0)
-	for i := range list.(*corev1.PodList).Items {
-		pod := &list.(*corev1.PodList).Items[i]
+	for i := range candidates {
+		pod := &candidates[i]
 		if kit.PodFinished(pod) {
 			continue
 		}

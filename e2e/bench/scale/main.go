@@ -173,6 +173,13 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("machine: %d CPUs (%s), kernel %s; data on %s; isle %s\n\n", env.CPUs, env.CPUModel, env.Kernel, env.Disk, env.Isle)
 
 	var results []result
+	defer func() {
+		// What was measured before a failure is shown all the same.
+		if err != nil && len(results) > 0 && ctx.Err() == nil {
+			fmt.Printf("The bench stopped after %d of its sizes (%v); what it measured:\n\n", len(results), err)
+			report(os.Stdout, env, results, finalResults{})
+		}
+	}()
 	deployments := 0
 	for _, st := range o.steps {
 		r := result{step: st}

@@ -72,8 +72,10 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 			fmt.Sprintf("%.1f s", benchkit.Quantile(fr.notReady, 0.5).Seconds()), "≤ 40 s (Kubernetes' node-monitor-grace-period)",
 			benchkit.Quantile(fr.notReady, 0.5) <= 40*time.Second)
 	}
-	t.Row(fmt.Sprintf("the store's leader (%s) killed → another leads", fr.killedLeader), fmt.Sprintf("%.2f s", fr.elected.Seconds()), "", false)
-	t.Row("the store's leader killed → a write succeeds through another server", fmt.Sprintf("%.2f s", fr.write.Seconds()), "", false)
+	if fr.killedLeader != "" {
+		t.Row(fmt.Sprintf("the store's leader (%s) killed → another leads", fr.killedLeader), fmt.Sprintf("%.2f s", fr.elected.Seconds()), "", false)
+		t.Row("the store's leader killed → a write succeeds through another server", fmt.Sprintf("%.2f s", fr.write.Seconds()), "", false)
+	}
 	t.Write(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Notes:")
