@@ -103,6 +103,9 @@ type Server struct {
 	// The island's map: its files, and the store as the maps see it.
 	mapFiles http.Handler
 	mapStore mapStore
+	// encoded is the JSON of the objects watches send, encoded once for
+	// all of them.
+	encoded encodedObjects
 }
 
 // New returns a Server.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,15 +63,82 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 	}
 	s.metrics.watches.Inc()
 	defer s.metrics.watches.Dec()
-	enc := json.NewEncoder(w)
 	for ev := range events {
-		if err := enc.Encode(s.watchEvent(req, o, ev)); err != nil {
+		b, err := s.encodeEvent(req, o, ev)
+		if err != nil {
+			return
+		}
+		if _, err := w.Write(b); err != nil {
 			return
 		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
+}
+
+// encodeEvent is the JSON of a watch event, a line of its own. The object
+// of a change is encoded once for every watch that sends it as it is (not
+// as a Table): each watch of a kind receives the same decoded object for
+// one change (registry's shared decoding), and a hundred boards watch the
+// Services and EndpointSlices.
+func (s *Server) encodeEvent(req request, o output, ev registry.WatchEvent) ([]byte, error) {
+	if o.table || ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
+		b, err := json.Marshal(s.watchEvent(req, o, ev))
+		return append(b, '\n'), err
+	}
+	obj, err := s.encoded.get(ev.Object)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(obj)+32)
+	b = append(b, `{"type":"`...)
+	b = append(b, ev.Type...)
+	b = append(b, `","object":`...)
+	b = append(b, obj...)
+	return append(b, "}\n"...), nil
+}
+
+// encodedObjectsKept is how many encoded objects encodedObjects keeps: the
+// changes of the last moments, while every watch of their kind sends them.
+const encodedObjectsKept = 256
+
+// encodedObjects keeps the JSON of the last objects watches sent, by the
+// object (a key that keeps it alive, so its address is not reused while
+// kept). The objects are never changed once sent (registry's rule for
+// what watches receive).
+type encodedObjects struct {
+	mu   sync.Mutex
+	m    map[runtime.Object][]byte
+	ring [encodedObjectsKept]runtime.Object
+	next int
+}
+
+func (c *encodedObjects) get(obj runtime.Object) ([]byte, error) {
+	c.mu.Lock()
+	b, ok := c.m[obj]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[runtime.Object][]byte{}
+	}
+	if _, ok := c.m[obj]; !ok {
+		if old := c.ring[c.next]; old != nil {
+			delete(c.m, old)
+		}
+		c.ring[c.next] = obj
+		c.next = (c.next + 1) % encodedObjectsKept
+		c.m[obj] = b
+	}
+	return b, nil
 }
 
 // watchEvent is ev as the client receives it: its object as a one-row
@@ -124,7 +192,7 @@ func (s *Server) serveWatchWebSocket(w http.ResponseWriter, r *http.Request, req
 	s.metrics.watches.Inc()
 	defer s.metrics.watches.Dec()
 	for ev := range events {
-		b, err := json.Marshal(s.watchEvent(req, o, ev))
+		b, err := s.encodeEvent(req, o, ev)
 		if err != nil {
 			return
 		}
