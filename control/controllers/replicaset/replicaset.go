@@ -165,8 +165,8 @@ type rsRun struct {
 // Run reconciles until ctx ends (when this member stops leading).
 func (c *Controller) Run(ctx context.Context) {
 	r := &rsRun{Controller: c, now: c.now,
-		rsRes: kit.MustLookup(c.store, c.kind.gvr),
-		pods:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
+		rsRes:   kit.MustLookup(c.store, c.kind.gvr),
+		pods:    kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("pods")),
 		queue:   kit.NewQueue(rsRetryBase, rsRetryMax),
 		podMeta: kit.NewMetaCache()}
 	if r.now == nil {
