@@ -113,9 +113,7 @@ func WatchMeta(c *Cache[*metav1.PartialObjectMetadata], res *registry.Resource, 
 		if !ok || ev.Type == watch.Error {
 			return
 		}
-		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(),
-			UID: m.GetUID(), Labels: m.GetLabels(), Finalizers: m.GetFinalizers(), OwnerReferences: m.GetOwnerReferences(),
-			DeletionTimestamp: m.GetDeletionTimestamp()}}
+		obj := metaViews.of(ev.Object, m)
 		old := c.apply(ev.Type, obj)
 		if handle != nil {
 			handle(ev.Type, old, obj)
@@ -221,4 +219,44 @@ func sorted[T any](m map[string]T) []T {
 		out = append(out, m[k])
 	}
 	return out
+}
+
+// metaViewsKept is how many objects' metadata views metaViews keeps: the
+// changes of the last moments, while every controller watching their
+// kind takes them.
+const metaViewsKept = 512
+
+// metaViews gives the watches of WatchMeta one metadata view per decoded
+// object: every controller that follows the pods (ReplicaSets, Jobs,
+// StatefulSets, EndpointSlices, disruption budgets) receives the same
+// decoded object for a change, and keeps the same view of it. Objects
+// are the keys, which keeps them alive while kept: their addresses are
+// not reused meanwhile.
+var metaViews = &viewMemo{m: map[runtime.Object]*metav1.PartialObjectMetadata{}}
+
+type viewMemo struct {
+	mu   sync.Mutex
+	m    map[runtime.Object]*metav1.PartialObjectMetadata
+	ring [metaViewsKept]runtime.Object
+	next int
+}
+
+// of returns the view of obj, whose metadata is m: name, namespace, UID,
+// labels, finalizers, owners and deletion timestamp.
+func (v *viewMemo) of(obj runtime.Object, m metav1.Object) *metav1.PartialObjectMetadata {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if view, ok := v.m[obj]; ok {
+		return view
+	}
+	view := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(),
+		UID: m.GetUID(), Labels: m.GetLabels(), Finalizers: m.GetFinalizers(), OwnerReferences: m.GetOwnerReferences(),
+		DeletionTimestamp: m.GetDeletionTimestamp()}}
+	if old := v.ring[v.next]; old != nil {
+		delete(v.m, old)
+	}
+	v.ring[v.next] = obj
+	v.next = (v.next + 1) % metaViewsKept
+	v.m[obj] = view
+	return view
 }

@@ -129,3 +129,24 @@ func TestWatchMeta(t *testing.T) {
 		t.Fatalf("after the watch was opened again: %v", keys)
 	}
 }
+
+// TestMetaViewsShared: the controllers that follow a kind's metadata keep
+// one view of each change's decoded object between them.
+func TestMetaViewsShared(t *testing.T) {
+	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", Labels: map[string]string{"app": "x"}}}
+	b := a.DeepCopy()
+	va, vb := metaViews.of(a, a), metaViews.of(b, b)
+	if metaViews.of(a, a) != va {
+		t.Error("the same object got a second view")
+	}
+	if va == vb || va.Name != "a" || va.Labels["app"] != "x" {
+		t.Errorf("views %p %p of two objects: %+v", va, vb, va.ObjectMeta)
+	}
+	for range metaViewsKept {
+		p := a.DeepCopy()
+		metaViews.of(p, p)
+	}
+	if metaViews.of(a, a) == va {
+		t.Error("a view kept past the last metaViewsKept objects")
+	}
+}
