@@ -25,6 +25,7 @@ import (
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/hw/clock"
+	"github.com/isle-cluster/isle/hw/pageout"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -165,8 +166,22 @@ func runAgent(ctx context.Context, cfg Config) error {
 	if !newBoard && !settleClock(ctx, cfg, wire.CAHash(ca), bootstrap.APIAddrs(g.Members()), ca) {
 		go askTimeUntilTold(ctx, cfg, wire.CAHash(ca), g, "", askTimeEvery)
 	}
+	// The agent runs a fraction of the binary the servers run: what it
+	// touched to start, or touches rarely, leaves its resident set.
+	go pageout.Run(ctx, releaseAfter, releaseEvery, log)
 	return runNode(ctx, cfg, cred, gossip.RoleAgent, g, reg, nil)
 }
+
+// An agent gives back the pages of its binary it no longer uses
+// (package pageout) once it has started (its Node registered, its pods
+// adopted), and every minute after: the pages it uses come back one
+// fault each, a few thousand a minute, and those of rare work (a burst
+// of pod starts) leave again. Servers keep theirs: they run most of the
+// binary, and an API request should not wait for its code.
+const (
+	releaseAfter = 30 * time.Second
+	releaseEvery = time.Minute
+)
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()

@@ -11,24 +11,12 @@ import (
 	"github.com/isle-cluster/isle/node/island"
 )
 
-// memory is a process's resident memory, in bytes.
-type memory struct {
-	rss, peak  uint64 // VmRSS, VmHWM
-	anon, file uint64 // RssAnon (heap, stacks), RssFile (the binary's pages)
-}
-
-// memoryOf reads the memory of the island's process p from
-// /proc/PID/status.
-func memoryOf(p island.Proc) (memory, error) {
-	b, err := readProc(p, "status")
-	if err != nil {
-		return memory{}, err
+// memoryOf reads the memory of the island's process p.
+func memoryOf(p island.Proc) (benchkit.Memory, error) {
+	if !p.Alive() {
+		return benchkit.Memory{}, fmt.Errorf("PID %d: the process has exited", p.PID)
 	}
-	v, err := benchkit.ProcFields(b, "VmRSS", "VmHWM", "RssAnon", "RssFile")
-	if err != nil {
-		return memory{}, fmt.Errorf("memory of PID %d: %w", p.PID, err)
-	}
-	return memory{rss: v[0], peak: v[1], anon: v[2], file: v[3]}, nil
+	return benchkit.ReadMemory(p.PID)
 }
 
 // cpuTimeOf reads the CPU time (user and system) the island's process p
@@ -43,6 +31,20 @@ func cpuTimeOf(p island.Proc) (time.Duration, error) {
 		return 0, fmt.Errorf("CPU time of PID %d: %w", p.PID, err)
 	}
 	return d, nil
+}
+
+// faultsOf reads the minor page faults the island's process p has taken
+// from /proc/PID/stat.
+func faultsOf(p island.Proc) (uint64, error) {
+	b, err := readProc(p, "stat")
+	if err != nil {
+		return 0, err
+	}
+	minor, _, err := benchkit.Faults(b)
+	if err != nil {
+		return 0, fmt.Errorf("page faults of PID %d: %w", p.PID, err)
+	}
+	return minor, nil
 }
 
 // forgetReferences clears the referenced bits of the pages of the island's

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -37,8 +38,11 @@ func TestOfRunningProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.rss == 0 || m.peak < m.rss || m.anon == 0 || m.anon+m.file > m.rss+m.rss/2 {
-		t.Errorf("memoryOf(self) = %+v: want rss > 0, peak ≥ rss, anon > 0, anon+file about rss", m)
+	if m.RSS == 0 || m.Peak < m.RSS || m.Anon == 0 || m.Anon+m.File > m.RSS+m.RSS/2 || m.PSS == 0 {
+		t.Errorf("memoryOf(self) = %+v: want RSS > 0, Peak ≥ RSS, Anon > 0, Anon+File about RSS, PSS > 0", m)
+	}
+	if f, err := faultsOf(p); err != nil || f == 0 {
+		t.Errorf("faultsOf(self) = %d, %v: want the faults a Go program takes", f, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for n := 0; ; n++ { // burn CPU until the kernel counts a tick
@@ -81,11 +85,33 @@ func TestBinaryReferenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n == 0 || n > m.file {
-		t.Errorf("binaryReferenced(self) = %d bytes, want more than none and at most RssFile, %d", n, m.file)
+	if n == 0 || n > m.File {
+		t.Errorf("binaryReferenced(self) = %d bytes, want more than none and at most RssFile, %d", n, m.File)
 	}
 	if _, err := referenced([]byte("00400000-00401000 r-xp 00000000 fe:00 12 /usr/bin/isle\nReferenced: 4 kB\n"), "/no/such/file"); err == nil ||
 		!strings.Contains(err.Error(), "no mapping of /no/such/file") {
 		t.Errorf("referenced(a file with no mapping) = %v, want an error naming it", err)
+	}
+}
+
+// mostMemory reads the process until the time is up, and keeps the
+// reading of the largest RSS.
+func TestMostMemory(t *testing.T) {
+	p := self(t)
+	began := time.Now()
+	m, err := mostMemory(context.Background(), p, 30*time.Millisecond, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 30*time.Millisecond {
+		t.Errorf("mostMemory returned after %v, want 30ms", took)
+	}
+	if m.RSS == 0 || m.PSS == 0 {
+		t.Errorf("mostMemory(self) = %+v, want the process's memory", m)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := mostMemory(ctx, p, time.Hour, time.Minute); err == nil {
+		t.Error("mostMemory after its context ended: no error")
 	}
 }

@@ -57,6 +57,25 @@ func TestCPUTime(t *testing.T) {
 	}
 }
 
+func TestFaults(t *testing.T) {
+	for _, c := range []struct {
+		name, stat   string
+		minor, major uint64
+		err          bool
+	}{
+		{"plain", "42 (isle) S 1 42 42 0 -1 4194560 1500 7 3 0 250 130 0 0 20 0 9 0 1234", 1500, 3, false},
+		{"command with spaces and parentheses", "42 (a b) c)) S 1 42 42 0 -1 0 12 0 1 0 7 3", 12, 1, false},
+		{"no command", "42 isle S 1", 0, 0, true},
+		{"too short", "42 (isle) S 1 42 42 0 -1 0 12", 0, 0, true},
+		{"not numbers", "42 (isle) S 1 42 42 0 -1 0 x 0 y 0", 0, 0, true},
+	} {
+		minor, major, err := Faults([]byte(c.stat))
+		if (err != nil) != c.err || minor != c.minor || major != c.major {
+			t.Errorf("%s: Faults = %d, %d, %v; want %d, %d, error %v", c.name, minor, major, err, c.minor, c.major, c.err)
+		}
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	ms := func(n ...int) []time.Duration {
 		var ds []time.Duration

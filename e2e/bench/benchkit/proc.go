@@ -253,3 +253,62 @@ func (p *Proc) MemorySplit() (anon, file uint64, err error) {
 	}
 	return v[0], v[1], nil
 }
+
+// Memory is a process's memory as the kernel counts it, in bytes.
+type Memory struct {
+	// RSS and Peak are VmRSS and VmHWM of /proc/PID/status: the pages
+	// mapped into the process, and the most there were.
+	RSS, Peak uint64
+	// Anon and File split RSS (RssAnon, RssFile): the process's own pages
+	// (heap, stacks) and those of files it maps (its binary's text and
+	// data), which are shared with every process mapping them and which
+	// the kernel drops and reads again as it needs.
+	Anon, File uint64
+	// PSS is Pss of /proc/PID/smaps_rollup: RSS with each page shared by
+	// n processes counted 1/n. The file-backed pages of one binary run
+	// as several processes count once over them.
+	PSS uint64
+}
+
+// ReadMemory reads the memory of the process pid from /proc/PID/status
+// and /proc/PID/smaps_rollup (Linux 4.14 and later).
+func ReadMemory(pid int) (Memory, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	status, err := os.ReadFile(dir + "status")
+	if err != nil {
+		return Memory{}, fmt.Errorf("memory of PID %d: %w", pid, err)
+	}
+	v, err := ProcFields(status, "VmRSS", "VmHWM", "RssAnon", "RssFile")
+	if err != nil {
+		return Memory{}, fmt.Errorf("memory of PID %d: status: %w", pid, err)
+	}
+	rollup, err := os.ReadFile(dir + "smaps_rollup")
+	if err != nil {
+		return Memory{}, fmt.Errorf("memory of PID %d: %w", pid, err)
+	}
+	pss, err := ProcFields(rollup, "Pss")
+	if err != nil {
+		return Memory{}, fmt.Errorf("memory of PID %d: smaps_rollup: %w", pid, err)
+	}
+	return Memory{RSS: v[0], Peak: v[1], Anon: v[2], File: v[3], PSS: pss[0]}, nil
+}
+
+// Faults is minflt and majflt of a /proc/PID/stat: the page faults the
+// process has taken that the kernel served from memory (a page already
+// in the page cache, a new zeroed page), and those that read from disk.
+func Faults(stat []byte) (minor, major uint64, err error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("stat %q: no command in parentheses", stat)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 10 {
+		return 0, 0, fmt.Errorf("stat: %d fields after the command, want at least 10", len(f))
+	}
+	minor, err1 := strconv.ParseUint(f[7], 10, 64)
+	major, err2 := strconv.ParseUint(f[9], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("stat: minflt %q, majflt %q: want numbers", f[7], f[9])
+	}
+	return minor, major, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,6 +36,22 @@ func TestProcReadsProc(t *testing.T) {
 	}
 	if _, err := p.WriteBytes(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestReadMemory(t *testing.T) {
+	m, err := ReadMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's binary is mapped (file pages), its heap is its own.
+	if m.RSS == 0 || m.Peak < m.RSS || m.Anon == 0 || m.File == 0 || m.Anon+m.File > m.RSS+m.RSS/2 || m.PSS == 0 || m.PSS > m.RSS {
+		t.Errorf("ReadMemory(self) = %+v: want RSS > 0, Peak ≥ RSS, Anon and File > 0 adding up to about RSS, 0 < PSS ≤ RSS", m)
+	}
+	p := startSh(t, "exit 0")
+	p.Stop(time.Second)
+	if _, err := ReadMemory(p.Pid()); err == nil {
+		t.Error("ReadMemory of an exited process: no error")
 	}
 }
 

@@ -1,0 +1,22 @@
+// Package pageout hands back to the kernel the pages of the running
+// executable that the process has stopped using.
+//
+// isle is one binary: servers run most of its code, an agent board a
+// fraction. At start the agent still touches much more of it than it
+// goes on using (the init functions of every package, the flag and
+// configuration code, the first sync of its pods), and the kernel maps
+// 64 KiB around each page it reads (fault-around): the text and read-only
+// data of the binary then stay in the agent's resident set for good,
+// about 30 MiB of a 40 MiB binary. [Release] tells the kernel that the
+// process no longer needs the pages of the executable's read-only
+// mappings (text and rodata; never the writable data and bss, which hold
+// the program's variables). The pages stay in the page cache: those the
+// process uses again come back at the next touch through a minor fault,
+// without reading the file, and the resident set shrinks to what is in
+// use. [Run] does it after start-up and then now and then, for the pages
+// that rare work (a burst of pod starts, a certificate renewal) brought
+// back.
+//
+// The kernel's documentation of the advice is madvise(2); the mappings
+// are those of /proc/self/maps (proc_pid_maps(5)).
+package pageout
