@@ -201,12 +201,17 @@ func (p *hollowPods) run(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending {
-			p.mu.Lock()
-			if pod.DeletionTimestamp != nil {
-				delete(p.running, pod.UID)
-			}
-			p.mu.Unlock()
+		p.mu.Lock()
+		_, runs := p.running[pod.UID]
+		if pod.DeletionTimestamp != nil {
+			delete(p.running, pod.UID)
+		}
+		p.mu.Unlock()
+		// A pod it runs that the control plane marked not ready (its
+		// board was lost for a moment) is posted ready again, as a
+		// kubelet's status sync does; a pod it does not run yet starts.
+		lost := runs && pod.Status.Phase == corev1.PodRunning && !ready(pod)
+		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending && !lost {
 			return
 		}
 		select {
@@ -248,25 +253,31 @@ func (p *hollowPods) run(ctx context.Context) {
 
 // start posts the pod's status as a board's would once its containers run.
 func (p *hollowPods) start(ctx context.Context, pod *corev1.Pod) error {
-	ip, err := p.podIP(ctx)
-	if err != nil {
-		return err
+	ip, started := pod.Status.PodIP, pod.Status.StartTime
+	if ip == "" {
+		var err error
+		if ip, err = p.podIP(ctx); err != nil {
+			return err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		pod = pod.DeepCopy()
 		now := metav1.Now()
+		if started == nil {
+			started = &now
+		}
 		st := &pod.Status
-		st.Phase, st.HostIP, st.PodIP, st.StartTime = corev1.PodRunning, p.addr, ip, &now
+		st.Phase, st.HostIP, st.PodIP, st.StartTime = corev1.PodRunning, p.addr, ip, started
 		st.HostIPs, st.PodIPs = []corev1.HostIP{{IP: p.addr}}, []corev1.PodIP{{IP: ip}}
 		for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
 			setCondition(st, t, now)
 		}
 		st.ContainerStatuses = nil
-		started := true
+		yes := true
 		for _, c := range pod.Spec.Containers {
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-				ImageID: "hollow://" + c.Image, ContainerID: "hollow://" + string(pod.UID) + "/" + c.Name, Ready: true, Started: &started,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+				ImageID: "hollow://" + c.Image, ContainerID: "hollow://" + string(pod.UID) + "/" + c.Name, Ready: true, Started: &yes,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *started}}})
 		}
 		out, err := p.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		if err == nil {
@@ -281,7 +292,7 @@ func (p *hollowPods) start(ctx context.Context, pod *corev1.Pod) error {
 		if pod, err = p.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 			return err
 		}
-		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodPending {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodRunning && ready(pod) || pod.Status.Phase != corev1.PodPending && pod.Status.Phase != corev1.PodRunning {
 			return nil
 		}
 	}
