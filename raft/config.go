@@ -38,6 +38,17 @@ type Config struct {
 	// more. Default 16 MiB. The in-memory log is bounded by the larger of
 	// the two, plus the catch-up entries.
 	SnapshotBytes uint64
+	// SnapshotFileRatio decides which snapshots are written to a file. A
+	// snapshot is written when SnapshotEntries entries were applied since
+	// the last file, or more entry bytes than both SnapshotBytes and this
+	// many times the last file's size; the others are kept in memory only,
+	// where they bound the in-memory log and serve lagging members as a
+	// file would. A file costs its size in disk writes (on SD cards: wear)
+	// and lets the WAL before it go: with ratio R, snapshot files add at
+	// most 1/R to the bytes the WAL writes on a large store (instead of
+	// as much again), and a restart replays at most R times the store's
+	// size of WAL. Default 4.
+	SnapshotFileRatio uint64
 	// CatchUpEntries is how many entries are kept in memory behind a
 	// snapshot for slow followers, at most. Default 5000.
 	CatchUpEntries uint64
@@ -88,6 +99,9 @@ func (c *Config) validate() error {
 	}
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 16 << 20
+	}
+	if c.SnapshotFileRatio == 0 {
+		c.SnapshotFileRatio = 4
 	}
 	if c.CatchUpEntries == 0 {
 		c.CatchUpEntries = 5000

@@ -205,6 +205,7 @@ func (n *Node) apply(ents []raftpb.Entry) error {
 		}
 		n.applied = e.Index
 		n.bytesSince += uint64(len(e.Data))
+		n.fileBytes += uint64(len(e.Data))
 	}
 	n.metrics.applied.Set(float64(n.applied))
 	n.publishApplied(n.applied)
@@ -295,9 +296,16 @@ func (n *Node) maybeSnapshot() {
 	n.startSnapshot()
 }
 
+// toFile reports whether a snapshot taken now goes to a file as well as
+// to memory (see Config.SnapshotFileRatio).
+func (n *Node) toFile() bool {
+	return n.applied-n.fileIndex >= n.cfg.SnapshotEntries ||
+		n.fileBytes >= max(n.cfg.SnapshotBytes, n.cfg.SnapshotFileRatio*n.lastFileSize)
+}
+
 // startSnapshot freezes the state at the applied index (cheap: the B-tree
-// is cloned copy-on-write) and encodes and writes it on another goroutine,
-// so the Ready loop never waits for a large snapshot.
+// is cloned copy-on-write) and encodes (and, if toFile, writes) it on
+// another goroutine, so the Ready loop never waits for a large snapshot.
 func (n *Node) startSnapshot() {
 	index := n.applied
 	term, err := n.storage.Term(index)
@@ -316,7 +324,11 @@ func (n *Node) startSnapshot() {
 		return
 	}
 	frozen := n.kv.Freeze()
+	file := n.toFile()
 	n.snapInFlight, n.bytesSince = true, 0
+	if file {
+		n.fileBytes = 0
+	}
 	start := time.Now()
 	n.bg.Add(1)
 	go func() {
@@ -325,9 +337,11 @@ func (n *Node) startSnapshot() {
 		kvData, err := frozen.Encode()
 		if err == nil {
 			snap.Data = encodeSnapshot(members, kvData)
-			err = n.snaps.Save(snap)
+			if file {
+				err = n.snaps.Save(snap)
+			}
 		}
-		n.control(func() { n.finishSnapshot(snap, err, start) })
+		n.control(func() { n.finishSnapshot(snap, file, err, start) })
 	}()
 }
 
@@ -357,9 +371,10 @@ func (n *Node) catchUpCompaction(index uint64) uint64 {
 	return upTo
 }
 
-// finishSnapshot records a written snapshot in the WAL and in memory, then
-// compacts the in-memory log and releases WAL segments and old snapshots.
-func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) {
+// finishSnapshot installs an encoded snapshot in memory and compacts the
+// in-memory log; a snapshot written to a file is also recorded in the WAL,
+// and WAL segments and old snapshot files are released.
+func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start time.Time) {
 	n.snapInFlight = false
 	index := snap.Metadata.Index
 	if err != nil {
@@ -376,9 +391,12 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) 
 		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
 		return
 	}
-	if err := n.wal.SaveSnapshot(snap.Metadata); err != nil {
-		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
-		return
+	if file {
+		if err := n.wal.SaveSnapshot(snap.Metadata); err != nil {
+			n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
+			return
+		}
+		n.fileIndex, n.lastFileSize = index, uint64(len(snap.Data))
 	}
 	n.snapIndex, n.lastSnapSize = index, uint64(len(snap.Data))
 	if upTo := n.catchUpCompaction(index); upTo > 0 {
@@ -387,6 +405,12 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) 
 			return
 		}
 	}
+	n.metrics.snapshots.Inc()
+	if !file {
+		n.log.Info("raft: snapshot taken in memory", "index", index, "bytes", len(snap.Data), "took", time.Since(start),
+			"file_index", n.fileIndex)
+		return
+	}
 	if err := n.wal.ReleaseTo(index); err != nil {
 		n.fail(fmt.Errorf("raft: release WAL: %w", err))
 		return
@@ -394,7 +418,6 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, err error, start time.Time) 
 	if err := n.snaps.Purge(2); err != nil {
 		n.log.Warn("raft: purge old snapshots", "err", err)
 	}
-	n.metrics.snapshots.Inc()
 	n.log.Info("raft: snapshot taken", "index", index, "bytes", len(snap.Data), "took", time.Since(start))
 }
 

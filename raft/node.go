@@ -75,12 +75,15 @@ type Node struct {
 	lead         uint64
 	ticks        uint64            // ticks since start
 	heard        map[uint64]uint64 // peer → tick of its last message
-	snapIndex    uint64
+	snapIndex    uint64            // newest snapshot, in memory and maybe in a file
 	lastSnapSize uint64
 	snapInFlight bool
 	bg           sync.WaitGroup // the snapshot writer
 	applied      uint64
-	bytesSince   uint64
+	bytesSince   uint64 // entry bytes applied since the newest snapshot
+	fileIndex    uint64 // newest snapshot written to a file
+	lastFileSize uint64
+	fileBytes    uint64 // entry bytes applied since the newest file
 	ticksToRead  int
 
 	// Published by the Ready loop for other goroutines.

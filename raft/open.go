@@ -230,7 +230,8 @@ func (n *Node) restore(st *wal.State) error {
 	return nil
 }
 
-// installSnapshot replaces the in-memory log and the state machine with s.
+// installSnapshot replaces the in-memory log and the state machine with s,
+// a snapshot that is in a file.
 func (n *Node) installSnapshot(s raftpb.Snapshot) error {
 	ms, kvData, err := decodeSnapshot(s.Data)
 	if err != nil {
@@ -244,9 +245,10 @@ func (n *Node) installSnapshot(s raftpb.Snapshot) error {
 	}
 	n.members = ms
 	n.confState = s.Metadata.ConfState
-	n.snapIndex = s.Metadata.Index
+	n.snapIndex, n.fileIndex = s.Metadata.Index, s.Metadata.Index
+	n.lastSnapSize, n.lastFileSize = uint64(len(s.Data)), uint64(len(s.Data))
 	n.applied = s.Metadata.Index
-	n.bytesSince = 0
+	n.bytesSince, n.fileBytes = 0, 0
 	n.publishApplied(n.applied)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 // Targets isle is held to.
 const (
 	targetThroughput = 1.2 // isle/etcd writes/s at the target writer count, at least
+	targetDiskBytes  = 0.5 // isle/etcd disk bytes per write at the target writer count, at most
 	targetWriters    = 64
 )
 
@@ -61,15 +62,15 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 
 	fmt.Fprintln(w, "\nisle / etcd:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| writers | throughput | p99 |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| writers | throughput | p99 | disk bytes/write |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: |")
 	for _, n := range o.writers {
 		is, et, ok := pair(cells, n)
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %.2f× | %.2f× |\n", n, is.writesPerSec()/et.writesPerSec(),
-			float64(is.p99)/float64(et.p99))
+		fmt.Fprintf(w, "| %d | %.2f× | %.2f× | %s |\n", n, is.writesPerSec()/et.writesPerSec(),
+			float64(is.p99)/float64(et.p99), diskRatio(is, et))
 	}
 
 	fmt.Fprintln(w, "\nTargets:")
@@ -80,6 +81,10 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 			benchkit.Verdict(tr >= targetThroughput), tr)
 		fmt.Fprintf(w, "- %d writers, isle p99 no worse than etcd's: %s (%s ms vs %s ms)\n", targetWriters,
 			benchkit.Verdict(is.p99 <= et.p99), ms(is.p99), ms(et.p99))
+		dr := is.bytesPerWrite() / et.bytesPerWrite()
+		fmt.Fprintf(w, "- %d writers, isle disk bytes/write ≤ %.1f× etcd's: %s (%.2f×: %s vs %s)\n", targetWriters, targetDiskBytes,
+			benchkit.Verdict(et.bytesPerWrite() > 0 && dr <= targetDiskBytes), dr,
+			benchkit.Group(is.bytesPerWrite()), benchkit.Group(et.bytesPerWrite()))
 	} else {
 		fmt.Fprintf(w, "- %d writers: not measured (see -writers)\n", targetWriters)
 	}
@@ -88,6 +93,15 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 			fmt.Fprintf(w, "- isle idle writes 0 B/s: %s (%s B/s)\n", benchkit.Verdict(r.total == 0), benchkit.Group(r.total))
 		}
 	}
+}
+
+// diskRatio is isle's disk bytes per write over etcd's, or "-" when etcd
+// wrote nothing.
+func diskRatio(is, et cellResult) string {
+	if et.bytesPerWrite() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", is.bytesPerWrite()/et.bytesPerWrite())
 }
 
 // pair finds the isle and etcd cells of one writer count.
