@@ -63,14 +63,17 @@ type memberFile struct {
 // refused (an older isle must not guess at it); one of an older format is
 // brought forward by migrations, one step per format, before anything
 // else reads it. Format 0 is every directory written before the format
-// was recorded; format 1 is the same files with the format recorded.
-const DataFormat = 1
+// was recorded; format 1 is the same files with the format recorded;
+// format 2 WALs may hold padding records (raft/wal), which readers of
+// format 1 would take for corruption.
+const DataFormat = 2
 
 // migrations[i] brings a data directory from format i to i+1. Each must
 // be safe to run again after a crash part-way: the format is recorded
 // only after the step.
 var migrations = [DataFormat]func(dir string) error{
 	func(string) error { return nil }, // 0 → 1: the files are unchanged
+	func(string) error { return nil }, // 1 → 2: the WAL is read as it is and padded from now on
 }
 
 const memberFileName = "member.json"

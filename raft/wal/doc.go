@@ -14,10 +14,13 @@
 //   - After any failed write or sync (ENOSPC, EIO, ...) the WAL refuses further
 //     writes with ErrFailed: the page cache state is unknown and the caller must
 //     stop. Reopening repairs the tail.
-//   - The WAL is written for SD cards: no preallocation, no padding beyond 8-byte
-//     alignment, no write for an empty Save, fsync only when asked (plus when
-//     cutting a segment, and in Close for unsynced writes), directory fsync when files are created, renamed or
-//     removed.
+//   - The WAL is written for SD cards: no preallocation, no write for an empty
+//     Save, fsync only when asked (plus when cutting a segment, and in Close for
+//     unsynced writes), directory fsync when files are created, renamed or
+//     removed. Records are 8-byte aligned; a synced write is padded to the end
+//     of its page when that takes no more bytes than the write itself, so that
+//     the next synced write does not write that page again (the kernel writes
+//     whole pages: a page rewritten by every sync costs a page each time).
 //   - A WAL directory is locked (flock) while open; a second Open fails.
 //
 // # On-disk format
@@ -40,7 +43,11 @@
 // be zero.
 //
 // Record types: 1 entry (raftpb.Entry), 2 HardState (raftpb.HardState),
-// 3 snapshot marker (raftpb.SnapshotMetadata), 4 seal (empty payload).
+// 3 snapshot marker (raftpb.SnapshotMetadata), 4 seal (empty payload),
+// 5 padding (zeros; replay skips it). Padding records appeared with format
+// 2 of the data directory (raft.DataFormat): a WAL without them (format 1)
+// reads the same, and an isle that reads only format 1 refuses a format 2
+// directory by its member file before it would misread one as corrupt.
 // Every segment starts with the newest snapshot marker and, if one was saved,
 // the current HardState, so each segment is self-contained for metadata.
 // Before a new segment is created, the previous one gets a seal record and is

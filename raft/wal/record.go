@@ -13,6 +13,7 @@ const (
 	typeHardState = 2
 	typeSnapshot  = 3
 	typeSeal      = 4
+	typePad       = 5 // since data format 2: zeros to the end of a page
 )
 
 const (
@@ -47,6 +48,16 @@ func recordCRC(b *crcPrefix, seq uint64, off int64, word uint32, payload []byte)
 type marshaler interface {
 	Size() int
 	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// zeros is a padding record's payload: n zero bytes.
+type zeros int
+
+func (z zeros) Size() int { return int(z) }
+
+func (z zeros) MarshalToSizedBuffer(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
 }
 
 // encoder appends records to a buffer destined for file offset base of
@@ -107,7 +118,7 @@ func decodeRecordScratch(scratch *crcPrefix, data []byte, off int, seq uint64) (
 	typ = word >> typeShift
 	n := int(word & maxPayload)
 	switch {
-	case typ < typeEntry || typ > typeSeal:
+	case typ < typeEntry || typ > typePad:
 		return 0, nil, 0, fmt.Sprintf("invalid record type %d", typ)
 	case typ == typeSeal && n != 0:
 		return 0, nil, 0, fmt.Sprintf("seal record with %d-byte payload", n)

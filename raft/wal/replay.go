@@ -177,7 +177,7 @@ func (r *replayed) apply(typ uint32, payload []byte, path string, off int) strin
 			r.ents = append([]raftpb.Entry(nil), r.ents[k:]...)
 		}
 		r.tr.marker(m.Index)
-	case typeSeal:
+	case typeSeal, typePad:
 	}
 	return ""
 }

@@ -43,19 +43,20 @@ type WAL struct {
 	opts    Options
 	log     *slog.Logger
 
-	segs    []segment // existing segments, ascending; the last one is active
-	f       *os.File  // active segment
-	off     int64     // end of the valid data in f
-	sealed  bool      // f ends with a seal record: cut before the next write
-	dirty   bool      // f has writes that were not synced
-	hs      raftpb.HardState
-	hsTmp   raftpb.HardState // scratch for encoding
-	snap    raftpb.SnapshotMetadata
-	markers []uint64 // snapshot marker indexes in the existing segments, ascending
-	tr      tracker
-	enc     encoder
-	failed  error // the first write failure; non-nil means ErrFailed
-	closed  bool
+	page     int       // the kernel's page size: synced writes end on page boundaries
+	segs     []segment // existing segments, ascending; the last one is active
+	f        *os.File  // active segment
+	off      int64     // end of the valid data in f
+	sealed   bool      // f ends with a seal record: cut before the next write
+	unsynced int64     // bytes written to f since it was last synced
+	hs       raftpb.HardState
+	hsTmp    raftpb.HardState // scratch for encoding
+	snap     raftpb.SnapshotMetadata
+	markers  []uint64 // snapshot marker indexes in the existing segments, ascending
+	tr       tracker
+	enc      encoder
+	failed   error // the first write failure; non-nil means ErrFailed
+	closed   bool
 }
 
 // Open opens (creating if needed) the WAL in dir, verifies and replays it,
@@ -79,7 +80,7 @@ func Open(dir string, opts Options) (*WAL, *State, error) {
 		d.Close()
 		return nil, nil, fmt.Errorf("wal: lock directory %s: %w", dir, err)
 	}
-	w := &WAL{dir: dir, dirFile: d, opts: opts, log: opts.Logger}
+	w := &WAL{dir: dir, dirFile: d, opts: opts, log: opts.Logger, page: os.Getpagesize()}
 	st, err := w.open()
 	if err != nil {
 		if w.f != nil {
@@ -264,6 +265,11 @@ func (w *WAL) Save(hs raftpb.HardState, ents []raftpb.Entry, sync bool) error {
 			return fmt.Errorf("wal: save hard state: %w", err)
 		}
 	}
+	if sync {
+		if err := w.padToPage(); err != nil {
+			return err
+		}
+	}
 	if err := w.write(); err != nil {
 		return err
 	}
@@ -296,6 +302,9 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 	if err := w.enc.add(typeSnapshot, &meta); err != nil {
 		return fmt.Errorf("wal: save snapshot marker: %w", err)
 	}
+	if err := w.padToPage(); err != nil {
+		return err
+	}
 	if err := w.write(); err != nil {
 		return err
 	}
@@ -307,13 +316,32 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 	return w.sync()
 }
 
+// padToPage ends the records in w.enc.buf, which are about to be written
+// and synced, with a padding record up to the next page boundary, if that
+// takes no more bytes than the sync flushes without it. The partly filled
+// last page is then written once instead of again by the next synced
+// write: about half a page less written per sync, for at most twice the
+// file size when syncs flush little.
+func (w *WAL) padToPage() error {
+	end := w.off + int64(len(w.enc.buf))
+	pad := -end & int64(w.page-1)
+	if pad == 0 || pad > w.unsynced+int64(len(w.enc.buf)) {
+		return nil
+	}
+	// pad is a multiple of 8, at least a record header: end is aligned.
+	if err := w.enc.add(typePad, zeros(int(pad)-headerSize)); err != nil {
+		return fmt.Errorf("wal: pad to the page boundary: %w", err)
+	}
+	return nil
+}
+
 // write writes w.enc.buf at the end of the active segment.
 func (w *WAL) write() error {
 	if _, err := w.f.WriteAt(w.enc.buf, w.off); err != nil {
 		return w.fail("write segment "+w.activePath(), err)
 	}
 	w.off += int64(len(w.enc.buf))
-	w.dirty = true
+	w.unsynced += int64(len(w.enc.buf))
 	return nil
 }
 
@@ -321,7 +349,7 @@ func (w *WAL) sync() error {
 	if err := fdatasync(w.f); err != nil {
 		return w.fail("sync segment "+w.activePath(), err)
 	}
-	w.dirty = false
+	w.unsynced = 0
 	return nil
 }
 
@@ -357,7 +385,7 @@ func (w *WAL) maybeCut() error {
 	if err := w.f.Close(); err != nil {
 		w.log.Warn("wal: close old segment", "file", w.activePath(), "err", err)
 	}
-	w.f, w.off, w.sealed, w.dirty = f, int64(len(w.enc.buf)), false, false
+	w.f, w.off, w.sealed, w.unsynced = f, int64(len(w.enc.buf)), false, 0
 	w.segs = append(w.segs, next)
 	if n := len(w.markers); n == 0 || w.markers[n-1] != w.snap.Index {
 		w.markers = append(w.markers, w.snap.Index)
@@ -423,7 +451,7 @@ func (w *WAL) Close() error {
 	}
 	w.closed = true
 	var errs []error
-	if w.failed == nil && w.dirty {
+	if w.failed == nil && w.unsynced > 0 {
 		if err := fdatasync(w.f); err != nil {
 			errs = append(errs, fmt.Errorf("wal: close: sync %s: %w", w.activePath(), err))
 		}
