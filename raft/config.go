@@ -47,7 +47,7 @@ type Config struct {
 	// and lets the WAL before it go: with ratio R, snapshot files add at
 	// most 1/R to the bytes the WAL writes on a large store (instead of
 	// as much again), and a restart replays at most R times the store's
-	// size of WAL. Default 4.
+	// size of entries from the WAL. Default 4.
 	SnapshotFileRatio uint64
 	// CatchUpEntries is how many entries are kept in memory behind a
 	// snapshot for slow followers, at most. Default 5000.

@@ -120,6 +120,7 @@ func (n *Node) handleReady() error {
 		if err := n.snaps.Save(rd.Snapshot); err != nil {
 			return fmt.Errorf("raft: save received snapshot: %w", err)
 		}
+		n.metrics.snapshotFileBytes.Add(float64(len(rd.Snapshot.Data)))
 		if err := n.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
 			return fmt.Errorf("raft: record received snapshot: %w", err)
 		}
@@ -397,6 +398,7 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start 
 			return
 		}
 		n.fileIndex, n.lastFileSize = index, uint64(len(snap.Data))
+		n.metrics.snapshotFileBytes.Add(float64(len(snap.Data)))
 	}
 	n.snapIndex, n.lastSnapSize = index, uint64(len(snap.Data))
 	if upTo := n.catchUpCompaction(index); upTo > 0 {

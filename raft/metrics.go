@@ -8,6 +8,7 @@ type metrics struct {
 	proposalsFailed    prometheus.Counter
 	droppedFromRemoved prometheus.Counter
 	snapshots          prometheus.Counter
+	snapshotFileBytes  prometheus.Counter
 	applied            prometheus.Gauge
 	syncDuration       prometheus.Histogram
 	proposeDuration    prometheus.Histogram
@@ -25,6 +26,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "isle_raft_messages_from_removed_total", Help: "Messages dropped because they came from a removed member."}),
 		snapshots: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "isle_raft_snapshots_total", Help: "Snapshots taken by this member."}),
+		snapshotFileBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "isle_raft_snapshot_file_bytes_total",
+			Help: "Bytes of snapshots written to files by this member: its own and those received from the leader."}),
 		applied: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "isle_raft_applied_index", Help: "Index of the last entry applied to the state machine."}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -36,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.leaderChanges, m.proposalsDropped, m.proposalsFailed, m.droppedFromRemoved,
-			m.snapshots, m.applied, m.syncDuration, m.proposeDuration)
+			m.snapshots, m.snapshotFileBytes, m.applied, m.syncDuration, m.proposeDuration)
 	}
 	return m
 }

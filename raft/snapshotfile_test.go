@@ -9,19 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/rafttest"
 )
 
 // snapFileIndexes returns the indexes of the snapshot files in a member's
-// data directory ("%016x-%016x.snap": term, index).
-func snapFileIndexes(t *testing.T, dir string) map[uint64]bool {
+// data directory ("%016x-%016x.snap": term, index) and their sizes.
+func snapFileIndexes(t *testing.T, dir string) map[uint64]int64 {
 	t.Helper()
 	des, err := os.ReadDir(filepath.Join(dir, "snap"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	idx := map[uint64]bool{}
+	idx := map[uint64]int64{}
 	for _, de := range des {
 		base, ok := strings.CutSuffix(de.Name(), ".snap")
 		if !ok || len(base) != 33 {
@@ -31,9 +33,29 @@ func snapFileIndexes(t *testing.T, dir string) map[uint64]bool {
 		if err != nil {
 			t.Fatalf("snapshot file %s: %v", de.Name(), err)
 		}
-		idx[i] = true
+		fi, err := de.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx[i] = fi.Size()
 	}
 	return idx
+}
+
+// counterValue reads an unlabelled counter from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }
 
 // memoryOnlyTune takes snapshots by bytes only (every 8 KiB of entries
@@ -47,11 +69,16 @@ func memoryOnlyTune(cfg *raft.Config) {
 // file's size of entries go to a file; the others compact the in-memory
 // log just the same. A restart replays the WAL across them.
 func TestSnapshotFilesEveryRatio(t *testing.T) {
-	c := rafttest.NewCluster(t, rafttest.Options{Size: 1, Tune: memoryOnlyTune})
+	var reg *prometheus.Registry // the member's, of its latest start
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 1, Tune: func(cfg *raft.Config) {
+		memoryOnlyTune(cfg)
+		reg = prometheus.NewRegistry()
+		cfg.Registerer = reg
+	}})
 	id := c.IDs()[0]
 	n, dir := c.Node(id), c.Member(id).Dir
 	value := strings.Repeat("v", 1024)
-	taken, files := map[uint64]bool{}, map[uint64]bool{}
+	taken, files := map[uint64]bool{}, map[uint64]int64{}
 	var logBytes uint64
 	for i := range 400 {
 		if _, err := n.Propose(ctxT(t, 5*time.Second), put(fmt.Sprintf("k%d", i%4), value+strconv.Itoa(i))); err != nil {
@@ -65,9 +92,25 @@ func TestSnapshotFilesEveryRatio(t *testing.T) {
 			taken[st.SnapshotIndex] = true
 		}
 		logBytes = max(logBytes, st.LogBytes)
-		for i := range snapFileIndexes(t, dir) {
-			files[i] = true
+		for i, size := range snapFileIndexes(t, dir) {
+			files[i] = size
 		}
+	}
+	// The metric counts the snapshots' bytes, a little less than their
+	// files' (each holds at least the 4 KiB of values): at least those of
+	// the files seen before it is read, at most those of all files seen
+	// after (one may be finishing).
+	before := len(files)
+	written := counterValue(t, reg, "isle_raft_snapshot_file_bytes_total")
+	var fileBytes int64
+	for i, size := range snapFileIndexes(t, dir) {
+		files[i] = size
+	}
+	for _, size := range files {
+		fileBytes += size
+	}
+	if written < float64(before)*(4<<10) || written > float64(fileBytes) {
+		t.Errorf("isle_raft_snapshot_file_bytes_total is %v after %d files of %d bytes in all", written, len(files), fileBytes)
 	}
 	t.Logf("%d snapshots seen, %d of them files; at most %d bytes of entries in memory", len(taken), len(files), logBytes)
 	if len(files) < 2 {
@@ -124,7 +167,7 @@ func TestLaggingMemberGetsMemorySnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.SnapshotIndex > 20 && !snapFileIndexes(t, c.Member(lead).Dir)[st.SnapshotIndex] {
+		if _, file := snapFileIndexes(t, c.Member(lead).Dir)[st.SnapshotIndex]; st.SnapshotIndex > 20 && !file {
 			memIndex = st.SnapshotIndex
 		}
 	}
@@ -136,7 +179,7 @@ func TestLaggingMemberGetsMemorySnapshot(t *testing.T) {
 		_, ok, _ := c.Node(lagger).KV().Get("last")
 		return ok
 	})
-	if files := snapFileIndexes(t, c.Member(lagger).Dir); !files[memIndex] {
+	if files := snapFileIndexes(t, c.Member(lagger).Dir); files[memIndex] == 0 {
 		t.Fatalf("lagging member's snapshot files %v: want the leader's in-memory snapshot at %d", files, memIndex)
 	}
 }

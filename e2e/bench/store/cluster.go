@@ -21,6 +21,9 @@ type cluster interface {
 	metricsURLs() []string
 	// fsyncMetric names the histogram that times WAL fsyncs.
 	fsyncMetric() string
+	// snapshotBytesMetric names the counter of bytes written to snapshot
+	// files, or is "" when the system has none.
+	snapshotBytesMetric() string
 }
 
 // newHTTPClient is the one client both systems are driven with: HTTP/1.1,

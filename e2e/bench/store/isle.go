@@ -56,6 +56,9 @@ func (c *isleCluster) metricsURLs() []string {
 
 func (c *isleCluster) fsyncMetric() string { return "isle_raft_wal_sync_seconds" }
 
+// snapshotBytesMetric is missing from older binaries (then "-" is printed).
+func (c *isleCluster) snapshotBytesMetric() string { return "isle_raft_snapshot_file_bytes_total" }
+
 // startIsle starts b1 with --init, then b2 and b3 joining it, and waits
 // until all three are voters with a leader. ports: three metrics (store
 // addresses of older binaries), three raft, three API, three gossip.

@@ -24,6 +24,8 @@ type cellResult struct {
 	diskBytes uint64  // write_bytes of the three processes over the measured run
 	fsyncs    float64 // WAL fsyncs of the three members over the measured run
 	fsyncSecs float64 // time they took
+	snapBytes float64 // bytes of snapshot files the three members wrote over the measured run
+	hasSnap   bool    // snapBytes was measured
 }
 
 func (r cellResult) writesPerSec() float64 { return float64(r.writes) / r.elapsed.Seconds() }
@@ -69,21 +71,22 @@ func measureCell(ctx context.Context, c cluster, writers int, o options, value [
 	r.p50, r.p99 = percentile(l.lat, 0.50), percentile(l.lat, 0.99)
 	r.diskBytes = io1 - io0
 	r.fsyncs, r.fsyncSecs = m1.count-m0.count, m1.sum-m0.sum
+	r.snapBytes, r.hasSnap = m1.snapBytes-m0.snapBytes, m1.hasSnap
 	slog.Info("cell done", "system", r.system, "writers", writers, "writes/s", int(r.writesPerSec()),
 		"p50", r.p50, "p99", r.p99, "max", l.lat[len(l.lat)-1], "failed", r.failed)
 	return r, nil
 }
 
 // settledCounters lets the cluster settle, then reads the write_bytes of
-// its processes and its members' fsync totals.
-func settledCounters(ctx context.Context, c cluster) (diskBytes uint64, fsyncs fsyncTotals, err error) {
+// its processes and its members' fsync and snapshot totals.
+func settledCounters(ctx context.Context, c cluster) (diskBytes uint64, fsyncs memberTotals, err error) {
 	if err := sleep(ctx, settle); err != nil {
 		return 0, fsyncs, err
 	}
 	if diskBytes, _, err = sumWriteBytes(c.procs()); err != nil {
 		return 0, fsyncs, fmt.Errorf("measure %s: %w", c.system(), err)
 	}
-	if fsyncs, err = scrapeFsyncs(ctx, c); err != nil {
+	if fsyncs, err = scrapeTotals(ctx, c); err != nil {
 		return 0, fsyncs, fmt.Errorf("measure %s: %w", c.system(), err)
 	}
 	return diskBytes, fsyncs, nil

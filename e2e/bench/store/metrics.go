@@ -7,16 +7,20 @@ import (
 	"github.com/isle-cluster/isle/e2e/bench/benchkit"
 )
 
-// fsyncTotals sums the fsync histograms of a cluster's members.
-type fsyncTotals struct {
+// memberTotals sums the fsync histograms of a cluster's members, and the
+// bytes of snapshot files they wrote where they count them.
+type memberTotals struct {
 	count, sum float64
+	snapBytes  float64
+	hasSnap    bool // a member reported snapshot file bytes
 }
 
-// scrapeFsyncs reads the WAL fsync histograms' _count and _sum from every
-// member's /metrics (Prometheus text format; the histograms have no labels).
-func scrapeFsyncs(ctx context.Context, c cluster) (fsyncTotals, error) {
-	var t fsyncTotals
-	wal := c.fsyncMetric()
+// scrapeTotals reads the WAL fsync histograms' _count and _sum and the
+// snapshot file bytes counter from every member's /metrics (Prometheus
+// text format; neither has labels).
+func scrapeTotals(ctx context.Context, c cluster) (memberTotals, error) {
+	var t memberTotals
+	wal, snap := c.fsyncMetric(), c.snapshotBytesMetric()
 	for _, u := range c.metricsURLs() {
 		vals, err := scrape(ctx, u)
 		if err != nil {
@@ -28,6 +32,9 @@ func scrapeFsyncs(ctx context.Context, c cluster) (fsyncTotals, error) {
 		}
 		t.count += cnt
 		t.sum += vals[wal+"_sum"]
+		if b, ok := vals[snap]; ok && snap != "" {
+			t.snapBytes, t.hasSnap = t.snapBytes+b, true
+		}
 	}
 	return t, nil
 }

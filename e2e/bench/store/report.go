@@ -37,16 +37,20 @@ func printReport(w io.Writer, env environment, o options, cells []cellResult, id
 		}
 	}
 
-	fmt.Fprintln(w, "\nWAL fsyncs (sum over the three members, from their /metrics):")
+	fmt.Fprintln(w, "\nWAL fsyncs and snapshot files (sum over the three members, from their /metrics; the disk bytes above include the snapshot files):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| system | writers | fsyncs/write | mean fsync ms |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| system | writers | fsyncs/write | mean fsync ms | snapshot file bytes/write |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
 	for _, c := range cells {
 		mean := "-"
 		if c.fsyncs > 0 {
 			mean = fmt.Sprintf("%.2f", 1000*c.fsyncSecs/c.fsyncs)
 		}
-		fmt.Fprintf(w, "| %s | %d | %.3f | %s |\n", c.system, c.writers, c.fsyncs/float64(c.writes), mean)
+		snap := "-"
+		if c.hasSnap {
+			snap = benchkit.Group(c.snapBytes / float64(c.writes))
+		}
+		fmt.Fprintf(w, "| %s | %d | %.3f | %s | %s |\n", c.system, c.writers, c.fsyncs/float64(c.writes), mean, snap)
 	}
 
 	fmt.Fprintf(w, "\nIdle disk writes (%v after the load, over %v, no client traffic):\n\n", idleWait, o.idle)
