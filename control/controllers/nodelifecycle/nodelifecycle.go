@@ -4,8 +4,10 @@ package nodelifecycle
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -84,16 +86,27 @@ const (
 // DefaultPodCIDR is the default cluster range of Pod addresses.
 var DefaultPodCIDR = netip.MustParsePrefix("10.42.0.0/16")
 
+// Store is what the controller uses of the registry (a *registry.Store).
+type Store interface {
+	Resources() *registry.Resources
+	List(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions) (<-chan registry.WatchEvent, error)
+	Mutate(ctx context.Context, r *registry.Resource, ns, name, sub string, change func(obj runtime.Object) error) (runtime.Object, error)
+	Delete(ctx context.Context, r *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error)
+}
+
 // Controller turns gossip liveness into Node conditions and taints,
 // evicts pods from unreachable boards after their tolerations run out, and
 // gives each Node its pod CIDR. It writes only on changes: an idle cluster
-// of healthy boards costs the store nothing.
+// of healthy boards costs the store nothing, and it reads the pods from a
+// watch, never a list: lost boards cost it nothing while no pod is due.
 type Controller struct {
-	store    *registry.Store
+	store    Store
 	liveness Liveness
 	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
+	pods     *podIndex
 	// orphans are the UIDs of pods whose Node was missing on the last pass
 	// of the pod garbage collection.
 	orphans map[string]bool
@@ -130,7 +143,7 @@ func disruptionOf(notReady, total int) disruption {
 }
 
 // New returns the node lifecycle controller.
-func New(store *registry.Store, liveness Liveness, cfg Config, log *slog.Logger) *Controller {
+func New(store Store, liveness Liveness, cfg Config, log *slog.Logger) *Controller {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 40 * time.Second
 	}
@@ -149,7 +162,7 @@ func New(store *registry.Store, liveness Liveness, cfg Config, log *slog.Logger)
 	if cfg.Hold <= 0 {
 		cfg.Hold = 5 * time.Minute
 	}
-	return &Controller{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, orphans: map[string]bool{}}
+	return &Controller{store: store, liveness: liveness, cfg: cfg, log: log, now: time.Now, pods: newPodIndex(), orphans: map[string]bool{}}
 }
 
 // Name is the controller's name in the table.
@@ -169,10 +182,14 @@ const (
 	conditionsReason = "isle agent stopped posting node status."
 )
 
-// Run reconciles until ctx ends (when this member stops leading).
+// Run reconciles until ctx ends (when this member stops leading). It
+// acts once its watch of the pods has brought every pod.
 func (c *Controller) Run(ctx context.Context) {
 	nodes, _ := c.store.Resources().Lookup(nodesGVR)
 	pods, _ := c.store.Resources().Lookup(podsGVR)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.pods.follow(ctx, c.store, pods, c.log) })
 	started := c.now()
 	t := time.NewTicker(c.cfg.Resync)
 	defer t.Stop()
@@ -197,6 +214,9 @@ func (c *Controller) Run(ctx context.Context) {
 // Kubernetes' pod garbage collector does: no agent is left to finish them,
 // and their controllers make them again elsewhere.
 func (c *Controller) collectOrphans(ctx context.Context, nodes, pods *registry.Resource) {
+	if !c.pods.ready() {
+		return
+	}
 	nl, err := c.store.List(ctx, nodes, "", metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return
@@ -205,29 +225,25 @@ func (c *Controller) collectOrphans(ctx context.Context, nodes, pods *registry.R
 	for _, n := range nl.(*corev1.NodeList).Items {
 		exists[n.Name] = true
 	}
-	pl, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName!="})
-	if err != nil {
-		return
-	}
 	seen := map[string]bool{}
-	for _, p := range pl.(*corev1.PodList).Items {
-		if exists[p.Spec.NodeName] {
-			continue
-		}
-		uid := string(p.UID)
+	for _, p := range c.pods.matching(nil, func(p *boundPod) bool { return !exists[p.node] }) {
+		uid := string(p.uid)
 		seen[uid] = true
 		if !c.orphans[uid] {
 			continue // first sighting: the Node may be on its way
 		}
 		zero := int64(0)
-		if _, _, err := c.store.Delete(ctx, pods, p.Namespace, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}}); err == nil {
-			c.log.Info("nodelifecycle: pod of a node that is gone deleted", "pod", p.Namespace+"/"+p.Name, "node", p.Spec.NodeName)
+		if _, _, err := c.store.Delete(ctx, pods, p.namespace, p.name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.uid}}); err == nil {
+			c.log.Info("nodelifecycle: pod of a node that is gone deleted", "pod", p.key(), "node", p.node)
 		}
 	}
 	c.orphans = seen
 }
 
 func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, started time.Time) {
+	if !c.pods.ready() {
+		return // markPodsNotReady and evict need every pod
+	}
 	list, err := c.store.List(ctx, nodes, "", metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		c.log.Warn("nodelifecycle: list nodes", "err", err)
@@ -342,17 +358,8 @@ func (c *Controller) markUnknown(ctx context.Context, nodes *registry.Resource, 
 // can reach them, so Services stop sending them traffic and controllers
 // stop counting them as available.
 func (c *Controller) markPodsNotReady(ctx context.Context, pods *registry.Resource, node string, now time.Time) {
-	list, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		c.log.Warn("nodelifecycle: list the pods of a lost node", "node", node, "err", err)
-		return
-	}
-	for i := range list.(*corev1.PodList).Items {
-		p := &list.(*corev1.PodList).Items[i]
-		if !podReady(p) {
-			continue
-		}
-		_, err := c.store.Mutate(ctx, pods, p.Namespace, p.Name, "status", func(obj runtime.Object) error {
+	for _, p := range c.pods.matching([]string{node}, func(p *boundPod) bool { return p.ready }) {
+		_, err := c.store.Mutate(ctx, pods, p.namespace, p.name, "status", func(obj runtime.Object) error {
 			pod := obj.(*corev1.Pod)
 			for j := range pod.Status.Conditions {
 				if cd := &pod.Status.Conditions[j]; cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
@@ -362,18 +369,9 @@ func (c *Controller) markPodsNotReady(ctx context.Context, pods *registry.Resour
 			return nil
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.log.Warn("nodelifecycle: mark a pod not ready", "pod", p.Namespace+"/"+p.Name, "err", err)
+			c.log.Warn("nodelifecycle: mark a pod not ready", "pod", p.key(), "err", err)
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, cd := range p.Status.Conditions {
-		if cd.Type == corev1.PodReady {
-			return cd.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // wantTaints are the NoSchedule and NoExecute taints a Node's Ready
@@ -511,36 +509,32 @@ func (c *Controller) evict(ctx context.Context, pods *registry.Resource, nodes [
 	if len(tainted) == 0 {
 		return
 	}
-	list, err := c.store.List(ctx, pods, "", metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		c.log.Warn("nodelifecycle: list pods", "err", err)
-		return
-	}
-	chosen := ""
-	for i := range list.(*corev1.PodList).Items {
-		p := &list.(*corev1.PodList).Items[i]
-		taints, ok := tainted[p.Spec.NodeName]
-		if !ok || p.DeletionTimestamp != nil || chosen != "" && p.Spec.NodeName != chosen {
-			continue
+	due := c.pods.matching(slices.Collect(maps.Keys(tainted)), func(p *boundPod) bool {
+		if p.terminating {
+			return false
 		}
 		from := c.resumed
-		if h := heldUntil[p.Spec.NodeName]; h.After(from) {
+		if h := heldUntil[p.node]; h.After(from) {
 			from = h
 		}
-		at, evict := evictionTime(p.Spec.Tolerations, taints, from)
-		if !evict || now.Before(at) {
+		at, evict := evictionTime(p.tolerations, tainted[p.node], from)
+		return evict && !now.Before(at)
+	})
+	chosen := ""
+	for _, p := range due {
+		if chosen != "" && p.node != chosen {
 			continue
 		}
 		if onlyOne {
-			chosen, c.evictedAt = p.Spec.NodeName, now
+			chosen, c.evictedAt = p.node, now
 		}
-		if _, _, err := c.store.Delete(ctx, pods, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil {
+		if _, _, err := c.store.Delete(ctx, pods, p.namespace, p.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.uid}}); err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				c.log.Warn("nodelifecycle: evict pod", "pod", p.Namespace+"/"+p.Name, "err", err)
+				c.log.Warn("nodelifecycle: evict pod", "pod", p.key(), "err", err)
 			}
 			continue
 		}
-		c.log.Info("nodelifecycle: pod evicted from a tainted node", "pod", p.Namespace+"/"+p.Name, "node", p.Spec.NodeName)
+		c.log.Info("nodelifecycle: pod evicted from a tainted node", "pod", p.key(), "node", p.node)
 	}
 }
 

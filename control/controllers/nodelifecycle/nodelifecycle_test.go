@@ -2,9 +2,11 @@ package nodelifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/isle-cluster/isle/control/controllers/internal/tabletest"
+	"github.com/isle-cluster/isle/control/controllers/kit"
 	"github.com/isle-cluster/isle/control/controllers/nodelifecycle"
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // fakeLiveness is the membership as a test sets it.
@@ -379,4 +383,66 @@ func TestNodeLifecycleStaleTaint(t *testing.T) {
 	// Gone again for good: now the taint means it.
 	live.set("back", nodelifecycle.BoardDead)
 	tabletest.Eventually(t, "the pod evicted once the board is dead", func() bool { return e.evicted(t, "on-back") })
+}
+
+// countingStore counts the lists of pods the controller makes.
+type countingStore struct {
+	*registry.Store
+	podLists atomic.Int64
+}
+
+func (s *countingStore) List(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+	if r.Resource == "pods" {
+		s.podLists.Add(1)
+	}
+	return s.Store.List(ctx, r, ns, opts)
+}
+
+// Lost boards whose pods tolerate it cost no list of the pods, however
+// often the controller looks (each list decoded every pod of the
+// cluster); a pod bound to a lost board later is still evicted.
+func TestNodeLifecycleListsNoPods(t *testing.T) {
+	e := &env{tabletest.NewStore(t)}
+	e.Namespace(t, "default")
+	store := &countingStore{Store: e.Store}
+	live := &fakeLiveness{members: map[string]nodelifecycle.BoardState{}, changed: make(chan struct{})}
+	ctl := nodelifecycle.New(store, live, nodelifecycle.Config{Grace: time.Hour, Hold: time.Hour, Resync: 10 * time.Millisecond, PodGC: 20 * time.Millisecond}, e.Log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	for _, name := range []string{"pi1", "pi2", "pi3", "lost"} {
+		live.set(name, nodelifecycle.BoardAlive)
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
+	}
+	hour := int64(3600)
+	for i := range 20 {
+		p := podOn(fmt.Sprintf("stays-%d", i), "lost")
+		p.Spec.Tolerations[0].TolerationSeconds = &hour
+		e.MustCreate(t, pods, "default", p)
+	}
+	if _, err := e.Mutate(e.Ctx, pods, "default", "stays-0", "status", func(obj runtime.Object) error {
+		obj.(*corev1.Pod).Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	live.set("lost", nodelifecycle.BoardDead)
+	tabletest.Eventually(t, "the lost board tainted and its pod not ready", func() bool {
+		obj, _ := e.Exists(t, pods, "default", "stays-0")
+		return len(e.node(t, "lost").Spec.Taints) == 2 && !kit.PodReady(obj.(*corev1.Pod))
+	})
+	time.Sleep(300 * time.Millisecond) // 30 resyncs and 15 pod collections
+	if n := store.podLists.Load(); n != 0 {
+		t.Fatalf("%d lists of the pods", n)
+	}
+	for i := range 20 {
+		if e.evicted(t, fmt.Sprintf("stays-%d", i)) {
+			t.Fatalf("pod stays-%d evicted before its hour", i)
+		}
+	}
+	e.MustCreate(t, pods, "default", podOn("goes", "lost"))
+	tabletest.Eventually(t, "a pod bound to the lost board later evicted", func() bool { return e.evicted(t, "goes") })
 }
