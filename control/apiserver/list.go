@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // serveList answers a list. JSON lists and Tables are streamed: objects
@@ -34,7 +36,11 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 		return
 	}
 	ls := &listStream{s: s, w: w, o: o, res: req}
-	lm, err := s.store.Scan(r.Context(), req.Resource, req.Namespace, opts, ls.item)
+	var with []registry.ScanOption
+	if o.table && o.includeObject != "Object" {
+		with = append(with, registry.WithoutManagedFields()) // the rows show none
+	}
+	lm, err := s.store.Scan(r.Context(), req.Resource, req.Namespace, opts, ls.item, with...)
 	if err != nil {
 		if !ls.started {
 			s.writeError(w, r, err)

@@ -363,6 +363,31 @@ func TestTableOutput(t *testing.T) {
 			t.Fatalf("rows %+v", tbl.Rows)
 		}
 	})
+	t.Run("a list's rows are its objects'", func(t *testing.T) {
+		var list metav1.Table
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods", "", "Accept", tableAccept), 200).decode(t, &list)
+		for _, row := range list.Rows {
+			var one metav1.Table
+			mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods/"+row.Cells[0].(string), "", "Accept", tableAccept), 200).decode(t, &one)
+			row.Cells[4], one.Rows[0].Cells[4] = nil, nil // AGE, a moment apart
+			if got, want := toJSON(t, row), toJSON(t, one.Rows[0]); got != want {
+				t.Errorf("list row\n%s\nobject's row\n%s", got, want)
+			}
+		}
+	})
+	t.Run("includeObject Object", func(t *testing.T) {
+		var tbl metav1.Table
+		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods?includeObject=Object", "", "Accept", tableAccept), 200).decode(t, &tbl)
+		for _, row := range tbl.Rows {
+			var p corev1.Pod
+			if err := json.Unmarshal(row.Object.Raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Kind != "Pod" || len(p.ManagedFields) == 0 || len(p.Spec.Containers) != 1 {
+				t.Errorf("row object with includeObject=Object: %s", row.Object.Raw)
+			}
+		}
+	})
 	t.Run("includeObject None", func(t *testing.T) {
 		var tbl metav1.Table
 		mustCode(t, e.admin(t, "GET", "/api/v1/namespaces/default/pods?includeObject=None", "", "Accept", tableAccept), 200).decode(t, &tbl)

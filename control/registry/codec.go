@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	jsoniter "github.com/json-iterator/go"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -181,18 +182,35 @@ func encode(r *Resource, obj runtime.Object) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
+// storedJSON decodes the stored objects of Go types: in one pass, where
+// encoding/json (and sigs.k8s.io/json, its fork) first scans the whole
+// value to validate it and then again to decode it; a list of pods spent
+// most of its time there. Field names match case-sensitively, as
+// sigs.k8s.io/json's. (It is the decoder kube-apiserver used for years,
+// configured as it was; the store holds only JSON this server wrote, so
+// no input from outside reaches it.)
+var storedJSON = jsoniter.Config{CaseSensitive: true}.Froze()
+
 // decodeStored decodes an object read from the store. The store holds
 // only objects this server wrote, of a known type, so it unmarshals
 // straight into the type (the serializer's extra pass to read apiVersion
-// and kind was most of a list's cost).
+// and kind was most of a list's cost). Custom objects (unstructured) keep
+// sigs.k8s.io/json, whose integers stay int64.
 func decodeStored(r *Resource, data []byte) (runtime.Object, error) {
 	obj := r.New()
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
+	u, isU := obj.(*unstructured.Unstructured)
+	var err error
+	if isU {
+		err = sigsjson.UnmarshalCaseSensitivePreserveInts(data, obj)
+	} else {
+		err = storedJSON.Unmarshal(data, obj)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("registry: decode stored %s: %w", r.Kind, err)
 	}
 	// A custom object keeps the version it was written in: the storage
 	// version may have changed since.
-	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetAPIVersion() != "" {
+	if isU && u.GetAPIVersion() != "" {
 		return obj, nil
 	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GVK())

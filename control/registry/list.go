@@ -121,6 +121,20 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, opts metav1.Li
 	return list, nil
 }
 
+// ScanOption changes the objects Scan hands its callback.
+type ScanOption func(*scanConfig)
+
+type scanConfig struct {
+	noManagedFields bool
+}
+
+// WithoutManagedFields makes Scan's objects come without
+// metadata.managedFields, which are often half of an object and most of
+// its decoding, for a caller that shows none (a Table's rows).
+func WithoutManagedFields() ScanOption {
+	return func(c *scanConfig) { c.noManagedFields = true }
+}
+
 // Scan calls fn, in key order, for each object of r in ns that matches the
 // selectors, at most opts.Limit of them, and returns the list's metadata
 // (resourceVersion, continue). It reads one consistent view of the store,
@@ -129,8 +143,12 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, opts metav1.Li
 // the store's state when they are asked for (isle keeps no old versions);
 // a continue token older than the store's watch history answers 410 Gone,
 // as in Kubernetes.
-func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions, fn func(runtime.Object) error) (metav1.ListMeta, error) {
+func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions, fn func(runtime.Object) error, with ...ScanOption) (metav1.ListMeta, error) {
 	var lm metav1.ListMeta
+	var cfg scanConfig
+	for _, o := range with {
+		o(&cfg)
+	}
 	sel, err := ParseSelector(opts)
 	if err != nil {
 		return lm, err
@@ -169,7 +187,7 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 		if !sel.Labels.Empty() && !s.labelsMatch(v, sel.Labels) {
 			return true
 		}
-		obj, err := s.fromStore(r, v)
+		obj, err := s.decode(r, v, cfg)
 		if err != nil {
 			ferr = err
 			return false

@@ -131,10 +131,18 @@ func convert(r *Resource, obj runtime.Object, to *Resource) (runtime.Object, err
 
 // fromStore decodes a stored value as resource r, with its resourceVersion.
 func (s *Store) fromStore(r *Resource, v kv.KeyValue) (runtime.Object, error) {
+	return s.decode(r, v, scanConfig{})
+}
+
+// decode is fromStore as a Scan with cfg asked.
+func (s *Store) decode(r *Resource, v kv.KeyValue, cfg scanConfig) (runtime.Object, error) {
 	sr := s.storageResource(r)
 	value, err := s.open(v.Key, v.Value)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", v.Key, err))
+	}
+	if cfg.noManagedFields {
+		value = withoutManagedFields(value)
 	}
 	obj, err := decodeStored(sr, value)
 	if err != nil {
