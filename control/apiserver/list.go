@@ -65,6 +65,7 @@ type listStream struct {
 	res     request
 	started bool
 	n       int
+	buf     []byte // a row's JSON, reused
 }
 
 func (ls *listStream) start() error {
@@ -104,15 +105,13 @@ func (ls *listStream) item(obj runtime.Object) error {
 			return err
 		}
 	}
-	var v any = obj
+	var b []byte
+	var err error
 	if ls.o.table {
-		row, err := ls.row(obj)
-		if err != nil {
-			return err
-		}
-		v = row
+		b, err = ls.row(obj)
+	} else {
+		b, err = json.Marshal(obj)
 	}
-	b, err := json.Marshal(v)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -126,32 +125,53 @@ func (ls *listStream) item(obj runtime.Object) error {
 	return err
 }
 
-func (ls *listStream) row(obj runtime.Object) (metav1.TableRow, error) {
+// row is the JSON of obj's row, as encoding/json writes a TableRow, with
+// its object written once (a RawExtension's is written, then compacted
+// again).
+func (ls *listStream) row(obj runtime.Object) ([]byte, error) {
 	res := ls.res.Resource
 	var rows []metav1.TableRow
 	if res.Table != nil {
 		var err error
 		if rows, err = res.Table.Rows(obj, ls.s.now()); err != nil {
-			return metav1.TableRow{}, apierrors.NewInternalError(err)
+			return nil, err
 		}
 	} else {
 		_, rows = defaultTable(obj, ls.s.now())
 	}
 	if len(rows) != 1 {
-		return metav1.TableRow{}, apierrors.NewInternalError(errRowCount)
+		return nil, errRowCount
 	}
-	row := rows[0]
+	var object any
 	switch ls.o.includeObject {
 	case "None":
 	case "Object":
-		row.Object = runtime.RawExtension{Object: obj}
+		object = obj
 	default:
 		m, _ := meta.Accessor(obj)
 		pom := &metav1.PartialObjectMetadata{ObjectMeta: *objectMetaOf(m)}
 		pom.APIVersion, pom.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"
-		row.Object = runtime.RawExtension{Object: pom}
+		object = pom
 	}
-	return row, nil
+	cells, err := json.Marshal(rows[0].Cells)
+	if err != nil {
+		return nil, err
+	}
+	b := append(append(ls.buf[:0], `{"cells":`...), cells...)
+	if len(rows[0].Conditions) > 0 { // omitempty
+		conds, err := json.Marshal(rows[0].Conditions)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"conditions":`...), conds...)
+	}
+	o, err := json.Marshal(object)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `,"object":`...), o...)
+	ls.buf = append(b, '}')
+	return ls.buf, nil
 }
 
 // finish closes the list with its metadata.

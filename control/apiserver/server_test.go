@@ -318,6 +318,11 @@ func TestTableOutput(t *testing.T) {
 		}
 		var tbl metav1.Table
 		r.decode(t, &tbl)
+		for _, row := range tbl.Rows { // each row written as encoding/json writes a TableRow
+			if b := toJSON(t, row); !strings.Contains(string(r.body), b) {
+				t.Errorf("the answer has no row %s:\n%s", b, r.body)
+			}
+		}
 		if tbl.Kind != "Table" || tbl.APIVersion != "meta.k8s.io/v1" || tbl.ResourceVersion == "" {
 			t.Errorf("kind %q apiVersion %q rv %q", tbl.Kind, tbl.APIVersion, tbl.ResourceVersion)
 		}
