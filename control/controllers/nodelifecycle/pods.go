@@ -64,10 +64,10 @@ func (x *podIndex) follow(ctx context.Context, store Store, pods *registry.Resou
 			kit.Sleep(ctx, watchRetry)
 			continue
 		}
-		x.reset()
 		for ev := range events {
 			x.apply(ev)
 		}
+		x.reset() // until the next watch has brought every pod again
 		if ctx.Err() == nil {
 			log.Info("nodelifecycle: pod watch ended; opening it again")
 			kit.Sleep(ctx, watchRetry)
@@ -75,8 +75,8 @@ func (x *podIndex) follow(ctx context.Context, store Store, pods *registry.Resou
 	}
 }
 
-// reset empties x for a watch opened again: until its initial events have
-// come, x is not synced.
+// reset empties x when its watch ends: until the initial events of the
+// next have come, x is not synced.
 func (x *podIndex) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
