@@ -76,16 +76,24 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		// A watch from a revision a little ahead waits for it (up to
 		// aheadWait), as kube-apiserver's watch cache does.
 		next := e.node.KV().Revision() + 2
+		created := make(chan error, 1)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
 			for _, n := range []string{"skipped-1", "skipped-2", "seen"} {
 				if _, err := e.Create(e.ctx, cms, "default", newConfigMap(n, nil), registry.WriteOptions{}); err != nil {
-					t.Error(err)
+					created <- err
+					return
 				}
 			}
+			created <- nil
 		}()
 		w := e.watch(t, cms, "default", metav1.ListOptions{ResourceVersion: strconv.FormatInt(next, 10)})
 		w.expect(watch.Added, "seen")
+		// The watch may see the last create before it returns: its
+		// outcome is awaited here, not reported after the test ended.
+		if err := <-created; err != nil {
+			t.Error(err)
+		}
 	})
 	t.Run("bad requests", func(t *testing.T) {
 		for _, opts := range []metav1.ListOptions{
