@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/isle-cluster/isle/e2e/bench/benchkit"
 	"github.com/isle-cluster/isle/e2e/bench/benchkit/isleserver"
@@ -102,17 +101,6 @@ func startServers(ctx context.Context, bin, base string) ([]*server, error) {
 	}
 	slog.Info("servers ready", "addresses", []string{out[0].addr, out[1].addr, out[2].addr})
 	return out, nil
-}
-
-// tableConfig is the administrator's configuration through s for lists
-// as kubectl asks for them (a Table).
-func tableConfig(ctx context.Context, bin string, first, s *server) (*rest.Config, error) {
-	cfg, err := isleserver.RESTConfig(ctx, bin, first.dir, "https://"+s.api())
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg, nil
 }
 
 func procsOf(ss []*server) []*benchkit.Proc {
