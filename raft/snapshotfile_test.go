@@ -120,9 +120,12 @@ func TestSnapshotFilesEveryRatio(t *testing.T) {
 		t.Fatalf("%d snapshots and %d files: want most snapshots in memory only", len(taken), len(files))
 	}
 	// Memory holds what it held with every snapshot in a file: 8 KiB of
-	// entries and the catch-up ones, not the 400 KiB written.
-	if logBytes > 32<<10 {
-		t.Errorf("up to %d bytes of entries in memory, want the 8 KiB between snapshots and 5 behind", logBytes)
+	// entries and the catch-up ones, and what was applied while a snapshot
+	// was encoded and written on its own goroutine (under -race on a busy
+	// machine a file's fsync lets a few dozen entries through), never the
+	// 400 KiB written.
+	if logBytes > 96<<10 {
+		t.Errorf("up to %d bytes of entries in memory, want the 8 KiB between snapshots, 5 behind and those of one snapshot in flight", logBytes)
 	}
 
 	c.Crash(id)
