@@ -40,7 +40,8 @@ type Controller struct {
 	table    atomic.Pointer[table]
 	fallback *tls.Certificate
 	handler  http.Handler
-	srv      *http.Server
+	fast     *fastServer  // the HTTP listener's
+	srv      *http.Server // the HTTPS listener's, and what fast hands over
 	baseCtx  context.Context
 	cancel   context.CancelFunc
 
@@ -79,12 +80,13 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.table.Store(&table{})
 	c.handler = http.HandlerFunc(c.serveHTTP)
+	c.fast = newFastServer(c)
 	c.baseCtx, c.cancel = context.WithCancel(context.Background())
 	c.srv = &http.Server{
 		Handler:           c.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       clientIdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          c.env.errLog,
 		BaseContext:       func(net.Listener) context.Context { return c.baseCtx },
 		TLSConfig: &tls.Config{
@@ -116,8 +118,10 @@ func (c *Controller) Start() error {
 	}
 	c.started = true
 	c.httpAddr, c.httpsAddr = hl.Addr(), sl.Addr()
-	c.serving.Add(2)
-	go c.serve(hl, func() error { return c.srv.Serve(hl) })
+	c.fast.handoff.addr = hl.Addr()
+	c.serving.Add(3)
+	go c.serve(hl, func() error { return c.fast.serve(hl) })
+	go c.serve(hl, func() error { return c.srv.Serve(c.fast.handoff) })
 	go c.serve(sl, func() error { return c.srv.ServeTLS(sl, "", "") })
 	c.log.Info("ingress: serving", "http", c.httpAddr.String(), "https", c.httpsAddr.String())
 	return nil
@@ -170,7 +174,13 @@ func (c *Controller) Close() error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
+	fastDone := make(chan struct{})
+	go func() {
+		c.fast.shutdown(ctx)
+		close(fastDone)
+	}()
 	err := c.srv.Shutdown(ctx)
+	<-fastDone
 	c.cancel()
 	if err != nil {
 		err = c.srv.Close()

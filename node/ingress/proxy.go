@@ -84,34 +84,44 @@ func (b *backend) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	b.proxy.ServeHTTP(w, r)
 }
 
-// RoundTrip sends an outbound request to the next endpoint in turn,
-// passing by endpoints that could not be connected to lately (unless all
-// are such); when connecting fails it tries the next ones, until
-// maxSlowTries attempts timed out or maxTries endpoints were tried.
+// RoundTrip sends an outbound request to an endpoint, as connect picks
+// them.
 func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
-	tries := min(len(b.eps), maxTries)
-	slow := 0
-	if tries > 1 && req.Body != nil {
+	if len(b.eps) > 1 && req.Body != nil {
 		// A Transport closes the body when it cannot connect; keep it
 		// open for the next try. ReverseProxy closes it in the end.
 		req.Body = keepOpen{req.Body}
 	}
+	var resp *http.Response
+	err := b.connect(req.Context(), func(ep *endpoint) error {
+		req.URL.Host = ep.addr
+		var err error
+		if resp, err = ep.transport.RoundTrip(req); err == nil && ep.health.ok() {
+			b.env.log.Info("ingress: endpoint answers again", "backend", b.name, "endpoint", ep.addr)
+		}
+		return err
+	})
+	return resp, err
+}
+
+// connect calls try with the next endpoint in turn, passing by endpoints
+// that could not be connected to lately (unless all are such); while try
+// fails to connect it goes on with the next ones, until maxSlowTries
+// attempts timed out or maxTries endpoints were tried. It returns the
+// last error of try.
+func (b *backend) connect(ctx context.Context, try func(*endpoint) error) error {
+	tries := min(len(b.eps), maxTries)
+	slow := 0
 	var tried [maxTries]*endpoint
 	var err error
 	for i := range tries {
 		ep, trial := b.pick(tried[:i])
 		tried[i] = ep
-		req.URL.Host = ep.addr
-		var resp *http.Response
-		resp, err = ep.transport.RoundTrip(req)
-		if err == nil {
-			if ep.health.ok() {
-				b.env.log.Info("ingress: endpoint answers again", "backend", b.name, "endpoint", ep.addr)
-			}
-			return resp, nil
+		if err = try(ep); err == nil {
+			return nil
 		}
-		if !isDialError(err) || req.Context().Err() != nil {
-			return nil, err
+		if !isDialError(err) || ctx.Err() != nil {
+			return err
 		}
 		hold, wasHealthy := ep.health.failed(b.env.now(), trial)
 		if wasHealthy {
@@ -127,7 +137,7 @@ func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
 			b.env.log.Debug("ingress: connecting to endpoint failed, trying another", "backend", b.name, "endpoint", ep.addr, "err", err)
 		}
 	}
-	return nil, err
+	return err
 }
 
 // pick returns the next endpoint in turn that a request has not tried,
@@ -187,15 +197,24 @@ func (keepOpen) Close() error { return nil }
 
 // proxyError answers a request that got no response from the endpoints.
 func (b *backend) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
-		// The client went away or the controller is closing.
-		b.env.log.Debug("ingress: request canceled", "backend", b.name, "err", err)
-		w.WriteHeader(http.StatusBadGateway)
+	if msg := b.failure(r.Context(), err); msg != "" {
+		http.Error(w, msg, http.StatusBadGateway)
 		return
+	}
+	w.WriteHeader(http.StatusBadGateway)
+}
+
+// failure notes a request that got no response from the endpoints, with
+// the context ctx, and returns the body of its 502 answer: empty when the
+// client went away or the controller is closing.
+func (b *backend) failure(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		b.env.log.Debug("ingress: request canceled", "backend", b.name, "err", err)
+		return ""
 	}
 	b.env.metrics.upstreamErrors.Inc()
 	b.env.log.Debug("ingress: upstream error", "backend", b.name, "err", err)
-	http.Error(w, "502 Bad Gateway: no response from backend "+b.name, http.StatusBadGateway)
+	return "502 Bad Gateway: no response from backend " + b.name
 }
 
 // rewrite makes the outbound request: the URL is the inbound one (the
@@ -204,18 +223,10 @@ func (b *backend) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 func rewrite(pr *httputil.ProxyRequest) {
 	in, out := pr.In, pr.Out
 	out.URL.Scheme = "http"
-	h := out.Header
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		xff := ip
-		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
-			xff = strings.Join(prior, ", ") + ", " + ip
-		}
-		h["X-Forwarded-For"] = []string{xff}
-		h["X-Real-Ip"] = []string{ip}
-	} else {
-		delete(h, "X-Real-Ip")
+	ip, _, err := net.SplitHostPort(in.RemoteAddr)
+	if err != nil {
+		ip = ""
 	}
-	h["X-Forwarded-Host"] = []string{in.Host}
 	proto, port := "http", "80"
 	if in.TLS != nil {
 		proto, port = "https", "443"
@@ -223,16 +234,39 @@ func rewrite(pr *httputil.ProxyRequest) {
 	if a, ok := in.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
 		port = strconv.Itoa(a.Port)
 	}
+	setForwarded(out.Header, in.Header["X-Forwarded-For"], ip, in.Host, proto, port)
+}
+
+// setForwarded sets the X-Forwarded-* and X-Real-IP headers in h, of a
+// request for host from the client ip ("" if unknown) whose
+// X-Forwarded-For values were prior, which came in by proto on port.
+func setForwarded(h http.Header, prior []string, ip, host, proto, port string) {
+	if ip != "" {
+		xff := ip
+		if len(prior) > 0 {
+			xff = strings.Join(prior, ", ") + ", " + ip
+		}
+		h["X-Forwarded-For"] = []string{xff}
+		h["X-Real-Ip"] = []string{ip}
+	} else {
+		delete(h, "X-Real-Ip")
+	}
+	h["X-Forwarded-Host"] = []string{host}
 	h["X-Forwarded-Proto"] = []string{proto}
 	h["X-Forwarded-Port"] = []string{port}
 }
 
-// endpoint is one address:port of a pod, with its own connection pool
-// and health.
+// endpoint is one address:port of a pod, with its own connection pools
+// (of ReverseProxy's Transport, and of the fast path) and health.
 type endpoint struct {
 	addr      string
+	dial      dialFunc // with dialTimeout
 	transport *http.Transport
 	health    health
+
+	mu   sync.Mutex // guards the fields below
+	idle []*upConn  // the fast path's, most recently used last
+	gone bool       // dropped by an Update, or the controller closed
 }
 
 // dialFunc connects to an address, as net.Dialer.DialContext.
@@ -258,17 +292,18 @@ func (p *pool) get(addr string) *endpoint {
 		return ep
 	}
 	dial := p.dial
-	ep := &endpoint{addr: addr, transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-			defer cancel()
-			return dial(ctx, network, addr)
-		},
+	ep := &endpoint{addr: addr, dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}}
+	ep.transport = &http.Transport{
+		DialContext:           ep.dial,
 		MaxIdleConnsPerHost:   maxIdlePerEndpoint,
 		IdleConnTimeout:       idleTimeout,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
-	}}
+	}
 	p.eps[addr] = ep
 	return ep
 }
@@ -279,17 +314,18 @@ func (p *pool) get(addr string) *endpoint {
 func (p *pool) sweep() {
 	for addr, ep := range p.eps {
 		if !p.used[addr] {
-			ep.transport.CloseIdleConnections()
+			ep.close()
 			delete(p.eps, addr)
 		}
 	}
 	clear(p.used)
 }
 
-// closeAll closes the idle connections of every endpoint.
+// closeAll closes the idle connections of every endpoint, and those in
+// use when their request ends.
 func (p *pool) closeAll() {
 	for _, ep := range p.eps {
-		ep.transport.CloseIdleConnections()
+		ep.close()
 	}
 }
 

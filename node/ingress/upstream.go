@@ -1,0 +1,278 @@
+package ingress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxResponseHeaderBytes bounds the header of an endpoint's response on
+// the fast path, as http.Transport's default does.
+const maxResponseHeaderBytes = 1 << 20
+
+// upConn is a keep-alive connection of the fast path to an endpoint,
+// used by one request at a time and pooled by its endpoint in between.
+type upConn struct {
+	ep     *endpoint
+	conn   net.Conn
+	in     countReader // the connection, counted and bounded
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	reused bool        // it served a request before
+	timer  *time.Timer // closes it when idle for idleTimeout
+}
+
+// countReader counts what is read through it, and bounds it while limit
+// is non-negative.
+type countReader struct {
+	r     io.Reader
+	n     int64 // bytes read since the count was reset
+	limit int64 // bytes that may be read; negative: no bound
+}
+
+// errResponseHeaderTooLarge is a response header over
+// maxResponseHeaderBytes.
+var errResponseHeaderTooLarge = errors.New("response header too large")
+
+func (c *countReader) Read(p []byte) (int, error) {
+	if c.limit >= 0 {
+		if c.n >= c.limit {
+			return 0, errResponseHeaderTooLarge
+		}
+		p = p[:min(int64(len(p)), c.limit-c.n)]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// dialConn makes a new connection to the endpoint.
+func (ep *endpoint) dialConn(ctx context.Context) (*upConn, error) {
+	conn, err := ep.dial(ctx, "tcp", ep.addr)
+	if err != nil {
+		return nil, err
+	}
+	uc := &upConn{ep: ep, conn: conn}
+	uc.in.r = conn
+	uc.br = bufio.NewReader(&uc.in)
+	uc.bw = bufio.NewWriter(conn)
+	return uc, nil
+}
+
+// take returns the endpoint's most recently used idle connection (the
+// least likely to have been closed by the endpoint meanwhile), or a new
+// one.
+func (ep *endpoint) take(ctx context.Context) (*upConn, error) {
+	ep.mu.Lock()
+	if n := len(ep.idle); n > 0 {
+		uc := ep.idle[n-1]
+		ep.idle[n-1] = nil
+		ep.idle = ep.idle[:n-1]
+		uc.timer.Stop()
+		ep.mu.Unlock()
+		return uc, nil
+	}
+	ep.mu.Unlock()
+	return ep.dialConn(ctx)
+}
+
+// put returns a connection whose exchange ended cleanly to the idle
+// ones, or closes it if the endpoint is gone or has enough idle ones.
+func (ep *endpoint) put(uc *upConn) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.gone || len(ep.idle) >= maxIdlePerEndpoint {
+		_ = uc.conn.Close()
+		return
+	}
+	uc.reused = true
+	if uc.timer == nil {
+		uc.timer = time.AfterFunc(idleTimeout, func() { ep.expire(uc) })
+	} else {
+		uc.timer.Reset(idleTimeout)
+	}
+	ep.idle = append(ep.idle, uc)
+}
+
+// expire closes uc if it is still idle: its idle timer ran out.
+func (ep *endpoint) expire(uc *upConn) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for i, idle := range ep.idle {
+		if idle == uc {
+			ep.idle = append(ep.idle[:i], ep.idle[i+1:]...)
+			_ = uc.conn.Close()
+			return
+		}
+	}
+}
+
+// close closes the endpoint's idle connections, of both paths; the
+// connections in use are closed when their exchange ends.
+func (ep *endpoint) close() {
+	ep.transport.CloseIdleConnections()
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.gone = true
+	for _, uc := range ep.idle {
+		uc.timer.Stop()
+		_ = uc.conn.Close()
+	}
+	ep.idle = nil
+}
+
+// send writes req to the endpoint, its body included, and reads the
+// response's header. A 1xx response other than 101 is passed to info and
+// the next one read.
+func (uc *upConn) send(req *http.Request, info func(*http.Response) error) (*http.Response, error) {
+	uc.in.n, uc.in.limit = 0, -1
+	if err := writeRequest(uc.bw, req); err != nil {
+		return nil, err
+	}
+	for {
+		uc.in.limit = uc.in.n + maxResponseHeaderBytes
+		resp, err := http.ReadResponse(uc.br, req)
+		uc.in.limit = -1
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 {
+			return resp, nil
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return nil, errors.New("101 Switching Protocols to a request that asked for no upgrade")
+		}
+		if err := info(resp); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// mayRetry says whether req, which failed on uc, may be sent again on a
+// new connection: uc was idle before (the endpoint may have closed it
+// meanwhile), not a byte of a response came, and req is idempotent and
+// has no body, so that sending it twice does no harm.
+func (uc *upConn) mayRetry(req *http.Request) bool {
+	if !uc.reused || uc.in.n > 0 || req.ContentLength != 0 {
+		return false
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// hopHeaders are the headers of one connection (RFC 9110, 7.6.1), which
+// a proxy does not pass on; Transfer-Encoding and Content-Length are
+// written by the fast path as its own framing needs.
+var hopHeaders = map[string]bool{
+	"Connection":          true,
+	"Proxy-Connection":    true,
+	"Keep-Alive":          true,
+	"Proxy-Authenticate":  true,
+	"Proxy-Authorization": true,
+	"Te":                  true,
+	"Trailer":             true,
+	"Transfer-Encoding":   true,
+	"Upgrade":             true,
+	"Content-Length":      true,
+}
+
+// writeHeader writes the fields of h that are not hop-by-hop, nor named
+// by h's Connection header.
+func writeHeader(w *bufio.Writer, h http.Header) {
+	conn := h["Connection"]
+	for k, vv := range h {
+		if hopHeaders[k] || (conn != nil && hasToken(conn, k)) {
+			continue
+		}
+		for _, v := range vv {
+			_, _ = w.WriteString(k)
+			_, _ = w.WriteString(": ")
+			_, _ = w.WriteString(v)
+			_, _ = w.WriteString("\r\n")
+		}
+	}
+}
+
+// hasToken says whether one of the comma-separated header values vv
+// has the element token (compared case-insensitively).
+func hasToken(vv []string, token string) bool {
+	for _, v := range vv {
+		for elem := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(elem), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeRequest writes the outbound request of req (whose X-Forwarded-*
+// headers are set) in HTTP/1.1 and flushes it: the request target and
+// Host as received, the end-to-end headers, and the body of
+// req.ContentLength bytes.
+func writeRequest(w *bufio.Writer, req *http.Request) error {
+	_, _ = w.WriteString(req.Method)
+	_ = w.WriteByte(' ')
+	_, _ = w.WriteString(req.RequestURI)
+	_, _ = w.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = w.WriteString(req.Host)
+	_, _ = w.WriteString("\r\n")
+	writeHeader(w, req.Header)
+	// "Te: trailers" is the one TE a client may send through a proxy: it
+	// says the client accepts trailers.
+	if hasToken(req.Header["Te"], "trailers") {
+		_, _ = w.WriteString("Te: trailers\r\n")
+	}
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		writeContentLength(w, req.ContentLength)
+	default:
+		if req.ContentLength > 0 {
+			writeContentLength(w, req.ContentLength)
+		}
+	}
+	_, _ = w.WriteString("\r\n")
+	if req.ContentLength > 0 {
+		if _, err := io.Copy(w, req.Body); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+func writeContentLength(w *bufio.Writer, n int64) {
+	_, _ = w.WriteString("Content-Length: ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))
+	_, _ = w.WriteString("\r\n")
+}
+
+// writeStatusLine writes the status line of code in HTTP/1.1.
+func writeStatusLine(w *bufio.Writer, code int) {
+	_, _ = w.WriteString("HTTP/1.1 ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	_ = w.WriteByte(' ')
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	_, _ = w.WriteString(text)
+	_, _ = w.WriteString("\r\n")
+}
+
+// writeDate writes a Date header unless h has one, as http.Server does.
+func writeDate(w *bufio.Writer, h http.Header) {
+	if _, ok := h["Date"]; !ok {
+		_, _ = w.WriteString("Date: ")
+		_, _ = w.Write(time.Now().UTC().AppendFormat(w.AvailableBuffer(), http.TimeFormat))
+		_, _ = w.WriteString("\r\n")
+	}
+}
