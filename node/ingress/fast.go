@@ -46,26 +46,25 @@ const (
 type fastServer struct {
 	c       *Controller
 	handoff *connQueue // to http.Server
-	killed  atomic.Bool
+	closing atomic.Bool
+	killed  atomic.Bool    // shutdown ran out of time
 	wg      sync.WaitGroup // the connections' goroutines
 
-	mu      sync.Mutex // guards the fields below
-	ln      net.Listener
-	conns   map[*fastConn]bool // true while waiting for a request
-	closing bool
+	mu    sync.Mutex // guards the fields below
+	ln    net.Listener
+	conns map[*fastConn]struct{}
 }
 
 func newFastServer(c *Controller) *fastServer {
-	return &fastServer{c: c, handoff: newConnQueue(), conns: make(map[*fastConn]bool)}
+	return &fastServer{c: c, handoff: newConnQueue(), conns: make(map[*fastConn]struct{})}
 }
 
 // serve accepts connections on ln until shutdown.
 func (s *fastServer) serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
-	closing := s.closing
 	s.mu.Unlock()
-	if closing {
+	if s.closing.Load() {
 		_ = ln.Close()
 		return http.ErrServerClosed
 	}
@@ -73,10 +72,7 @@ func (s *fastServer) serve(ln net.Listener) error {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			closing := s.closing
-			s.mu.Unlock()
-			if closing || errors.Is(err, net.ErrClosed) {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
 				return http.ErrServerClosed
 			}
 			// Out of file descriptors, say: wait for some to be freed,
@@ -89,12 +85,12 @@ func (s *fastServer) serve(ln net.Listener) error {
 		backoff = 0
 		fc := newFastConn(s, conn)
 		s.mu.Lock()
-		if s.closing {
+		if s.closing.Load() {
 			s.mu.Unlock()
 			_ = conn.Close()
 			return http.ErrServerClosed
 		}
-		s.conns[fc] = false
+		s.conns[fc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go fc.serve()
@@ -104,13 +100,13 @@ func (s *fastServer) serve(ln net.Listener) error {
 // shutdown stops accepting, closes the idle connections and lets the
 // requests in flight finish until ctx is done; then it closes the rest.
 func (s *fastServer) shutdown(ctx context.Context) {
+	s.closing.Store(true)
 	s.mu.Lock()
-	s.closing = true
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
-	for fc, idle := range s.conns {
-		if idle {
+	for fc := range s.conns {
+		if fc.idle.Load() {
 			_ = fc.conn.Close()
 		}
 	}
@@ -135,15 +131,11 @@ func (s *fastServer) shutdown(ctx context.Context) {
 }
 
 // setIdle notes whether fc waits for a request; it says false when the
-// server is shutting down and fc should close instead.
+// server is shutting down and fc should close instead. (Either shutdown
+// sees fc idle and closes it, or fc sees the shutdown.)
 func (s *fastServer) setIdle(fc *fastConn, idle bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.conns[fc] = idle
-	return true
+	fc.idle.Store(idle)
+	return !s.closing.Load()
 }
 
 func (s *fastServer) forget(fc *fastConn) {
@@ -161,7 +153,8 @@ type fastConn struct {
 	bw   *bufio.Writer
 	ip   string // the client's, for X-Forwarded-For; "" if unknown
 	port string // the listener's, for X-Forwarded-Port
-	up   atomic.Pointer[upConn]
+	up   atomic.Pointer[upConn] // the endpoint's connection in use
+	idle atomic.Bool            // waiting for a request
 }
 
 func newFastConn(s *fastServer, conn net.Conn) *fastConn {
@@ -317,7 +310,7 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 	} else {
 		_ = uc.conn.Close()
 	}
-	return resp.StatusCode, keep && clientOK
+	return resp.StatusCode, clientOK
 }
 
 // writeInfo passes a 1xx response (103 Early Hints, say) to the client.
@@ -332,9 +325,10 @@ func (fc *fastConn) writeInfo(resp *http.Response) error {
 // with Content-Length, or chunked when the length is unknown (each chunk
 // flushed, as ReverseProxy does), and closes the body. It says whether
 // the endpoint's connection (the body read to its end) and the client's
-// may serve further requests.
+// (if keep) may serve further requests.
 func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep bool, buffers bufferPool) (upOK, clientOK bool) {
 	defer resp.Body.Close()
+	keep = keep && !fc.s.closing.Load()
 	w := fc.bw
 	code := resp.StatusCode
 	writeStatusLine(w, code)
@@ -391,8 +385,10 @@ func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep b
 				break
 			}
 			if err != nil {
-				// The endpoint failed mid-body: cut the client's
-				// connection, so that it sees the answer is incomplete.
+				// The endpoint failed mid-body: pass on what came and
+				// cut the client's connection, so that it sees the
+				// answer is incomplete.
+				_ = w.Flush()
 				return false, false
 			}
 		}
@@ -402,14 +398,14 @@ func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep b
 		writeHeader(w, resp.Trailer)
 		_, _ = w.WriteString("\r\n")
 	}
-	clientOK = w.Flush() == nil
-	return !resp.Close, clientOK
+	return !resp.Close, w.Flush() == nil && keep
 }
 
 // answer drains req's body and answers it with code and, unless msg is
 // empty, a plain text body as http.Error writes it. It returns code and
 // whether the connection may serve another request.
 func (fc *fastConn) answer(req *http.Request, code int, msg string, keep bool) (int, bool) {
+	keep = keep && !fc.s.closing.Load()
 	if _, err := io.Copy(io.Discard, req.Body); err != nil {
 		keep = false
 	}
@@ -494,6 +490,16 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// CloseWrite ends the sending side, as http.Server does before closing a
+// connection it answered a bad request on: a client still sending then
+// reads the answer before the close resets the connection.
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("ingress: close write: not a TCP connection")
 }
 
 // connQueue is the listener of http.Server: the connections the fast
