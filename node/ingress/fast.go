@@ -151,8 +151,8 @@ type fastConn struct {
 	head headReader
 	br   *bufio.Reader
 	bw   *bufio.Writer
-	ip   string // the client's, for X-Forwarded-For; "" if unknown
-	port string // the listener's, for X-Forwarded-Port
+	ip   string                 // the client's, for X-Forwarded-For; "" if unknown
+	port string                 // the listener's, for X-Forwarded-Port
 	up   atomic.Pointer[upConn] // the endpoint's connection in use
 	idle atomic.Bool            // waiting for a request
 }
