@@ -10,8 +10,9 @@ import (
 )
 
 // BenchmarkProxy compares requests straight to a pod-like backend with
-// requests through the controller's listener (Handler) to it, over
-// loopback with keep-alive connections. Compare the ns/op of the two.
+// requests through the controller's HTTP listener (the fast path) to it,
+// over loopback with keep-alive connections. Compare the ns/op of the
+// two.
 // Client, proxy and backend share the machine's CPUs here, and the proxy
 // does about the HTTP work of client and backend together, so proxy runs
 // near half the direct rate at best.

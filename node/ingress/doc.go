@@ -66,6 +66,22 @@
 // X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port and X-Real-IP, and
 // passes Host through unchanged. Upgrades such as WebSockets pass through.
 //
+// # The fast path
+//
+// Plain HTTP/1.1 requests on HTTPAddr (with a Host, in origin form, with
+// no body or one of at most 64 KiB of known length, no Upgrade, Expect or
+// Trailer) are proxied by fast.go, one goroutine per client connection:
+// it reads a request, writes it to an idle keep-alive connection of the
+// endpoint (or a new one), reads the response and copies it back, with
+// Content-Length or chunked. It spends far less CPU time per request than
+// http.Server, ReverseProxy and http.Transport, which hand every request
+// between several goroutines. A request it leaves to them, malformed ones
+// included, is replayed to http.Server together with its connection, so
+// that answers such as 400 and 431 stay http.Server's. When an idle
+// endpoint connection turns out closed, a GET, HEAD, OPTIONS or TRACE
+// without a body is sent again on a new connection; other requests get
+// 502, as they may have been acted on. HTTPS is served by http.Server.
+//
 // # TLS
 //
 // HTTPS uses the certificates of the Ingresses' spec.tls entries: Secrets

@@ -146,23 +146,24 @@ func (s *fastServer) forget(fc *fastConn) {
 
 // fastConn is a client's connection on the fast path.
 type fastConn struct {
-	s    *fastServer
-	conn net.Conn
-	head headReader
-	br   *bufio.Reader
-	bw   *bufio.Writer
-	ip   string                 // the client's, for X-Forwarded-For; "" if unknown
-	port string                 // the listener's, for X-Forwarded-Port
-	up   atomic.Pointer[upConn] // the endpoint's connection in use
-	idle atomic.Bool            // waiting for a request
+	s          *fastServer
+	conn       net.Conn
+	head       headReader
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	remoteAddr string
+	ip         string                 // the client's, for X-Forwarded-For; "" if unknown
+	port       string                 // the listener's, for X-Forwarded-Port
+	up         atomic.Pointer[upConn] // the endpoint's connection in use
+	idle       atomic.Bool            // waiting for a request
 }
 
 func newFastConn(s *fastServer, conn net.Conn) *fastConn {
-	fc := &fastConn{s: s, conn: conn, port: "80"}
+	fc := &fastConn{s: s, conn: conn, port: "80", remoteAddr: conn.RemoteAddr().String()}
 	fc.head.conn = conn
 	fc.br = bufio.NewReader(&fc.head)
 	fc.bw = bufio.NewWriter(conn)
-	if ip, _, err := net.SplitHostPort(conn.RemoteAddr().String()); err == nil {
+	if ip, _, err := net.SplitHostPort(fc.remoteAddr); err == nil {
 		fc.ip = ip
 	}
 	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
@@ -200,8 +201,13 @@ func (fc *fastConn) serve() {
 			return
 		}
 		fc.head.stop()
-		_ = fc.conn.SetReadDeadline(time.Time{})
-		req.RemoteAddr = fc.conn.RemoteAddr().String()
+		if req.ContentLength > 0 {
+			// The body may take longer than the header (http.Server
+			// does not bound it either); without a body the connection
+			// is not read again before the next deadline is set.
+			_ = fc.conn.SetReadDeadline(time.Time{})
+		}
+		req.RemoteAddr = fc.remoteAddr
 		if !s.c.serveFast(fc, req, start) {
 			break
 		}
