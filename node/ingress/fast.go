@@ -311,7 +311,8 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 	}
 	upOK, clientOK := fc.writeResponse(req, resp, keep, b.env.buffers)
 	fc.up.Store(nil)
-	if upOK {
+	if upOK && uc.br.Buffered() == 0 {
+		// Bytes after the response would be taken for the next one's.
 		uc.ep.put(uc)
 	} else {
 		_ = uc.conn.Close()
@@ -453,6 +454,9 @@ type headReader struct {
 // record starts recording a request that begins with what br buffers.
 func (h *headReader) record(br *bufio.Reader) {
 	buffered, _ := br.Peek(br.Buffered())
+	if cap(h.rec) > 16<<10 {
+		h.rec = nil // an unusually large header's: not kept for the connection's life
+	}
 	h.rec = append(h.rec[:0], buffered...)
 	h.recording = true
 	h.left = maxHeaderBytes + 4<<10 - len(buffered)
