@@ -47,8 +47,11 @@ type fastServer struct {
 	c       *Controller
 	handoff *connQueue // to http.Server
 	closing atomic.Bool
-	killed  atomic.Bool    // shutdown ran out of time
-	wg      sync.WaitGroup // the connections' goroutines
+	killed  atomic.Bool // shutdown ran out of time
+	// headerTimeout and idleTimeout are readHeaderTimeout and
+	// clientIdleTimeout, shorter in tests.
+	headerTimeout, idleTimeout time.Duration
+	wg                         sync.WaitGroup // the connections' goroutines
 
 	mu    sync.Mutex // guards the fields below
 	ln    net.Listener
@@ -56,7 +59,13 @@ type fastServer struct {
 }
 
 func newFastServer(c *Controller) *fastServer {
-	return &fastServer{c: c, handoff: newConnQueue(), conns: make(map[*fastConn]struct{})}
+	return &fastServer{
+		c:             c,
+		handoff:       newConnQueue(),
+		headerTimeout: readHeaderTimeout,
+		idleTimeout:   clientIdleTimeout,
+		conns:         make(map[*fastConn]struct{}),
+	}
 }
 
 // serve accepts connections on ln until shutdown.
@@ -178,16 +187,25 @@ func (fc *fastConn) serve() {
 	s := fc.s
 	defer s.wg.Done()
 	defer s.forget(fc)
-	for {
+	for first := true; ; first = false {
 		if !s.setIdle(fc, true) {
 			break
 		}
-		_ = fc.conn.SetReadDeadline(time.Now().Add(clientIdleTimeout))
+		// As with http.Server, a new connection's first request must
+		// come within headerTimeout, and a later one may take
+		// idleTimeout to begin.
+		if first {
+			_ = fc.conn.SetReadDeadline(time.Now().Add(s.headerTimeout))
+		} else {
+			_ = fc.conn.SetReadDeadline(time.Now().Add(s.idleTimeout))
+		}
 		if _, err := fc.br.Peek(1); err != nil || !s.setIdle(fc, false) {
 			break
 		}
 		start := time.Now()
-		_ = fc.conn.SetReadDeadline(start.Add(readHeaderTimeout))
+		if !first {
+			_ = fc.conn.SetReadDeadline(start.Add(s.headerTimeout))
+		}
 		fc.head.record(fc.br)
 		req, err := http.ReadRequest(fc.br)
 		if err != nil && fc.head.err != nil && fc.head.err != errHeaderTooLarge {

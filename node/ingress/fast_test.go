@@ -413,3 +413,39 @@ func TestFastCloseLetsRequestsFinish(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+func TestFastTimeouts(t *testing.T) {
+	c, err := New(Config{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.fast.headerTimeout, c.fast.idleTimeout = 100*time.Millisecond, 300*time.Millisecond
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	c.Update(webSnapshot(t, addr(backendServer(t, "web"))))
+	// closedWithin says whether rc's connection closes within d.
+	closedWithin := func(rc *rawConn, d time.Duration) bool {
+		start := time.Now()
+		_, err := rc.br.ReadByte()
+		return err == io.EOF && time.Since(start) < d
+	}
+	if rc := dialRaw(t, c); !closedWithin(rc, 2*time.Second) {
+		t.Error("a connection that sends nothing is not closed after the header timeout")
+	}
+	rc := dialRaw(t, c)
+	rc.send("GET / HTTP/1.1\r\nHost: a\r\n")
+	if !closedWithin(rc, 2*time.Second) {
+		t.Error("a connection that sends half a header is not closed after the header timeout")
+	}
+	rc = dialRaw(t, c)
+	rc.do("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(200 * time.Millisecond) // longer than the header timeout, shorter than the idle one
+	if resp, body := rc.do("GET / HTTP/1.1\r\nHost: a\r\n\r\n"); body != "web" {
+		t.Errorf("a request after a pause within the idle timeout: got %d %q", resp.StatusCode, body)
+	}
+	if !closedWithin(rc, 2*time.Second) {
+		t.Error("an idle connection is not closed after the idle timeout")
+	}
+}
