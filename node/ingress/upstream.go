@@ -169,20 +169,16 @@ func (uc *upConn) mayRetry(req *http.Request) bool {
 	return false
 }
 
-// hopHeaders are the headers of one connection (RFC 9110, 7.6.1), which
-// a proxy does not pass on; Transfer-Encoding and Content-Length are
-// written by the fast path as its own framing needs.
-var hopHeaders = map[string]bool{
-	"Connection":          true,
-	"Proxy-Connection":    true,
-	"Keep-Alive":          true,
-	"Proxy-Authenticate":  true,
-	"Proxy-Authorization": true,
-	"Te":                  true,
-	"Trailer":             true,
-	"Transfer-Encoding":   true,
-	"Upgrade":             true,
-	"Content-Length":      true,
+// isHopHeader says whether k is a header of one connection (RFC 9110,
+// 7.6.1), which a proxy does not pass on, or Content-Length, which the
+// fast path writes as its framing needs (as it does Transfer-Encoding).
+func isHopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+		return true
+	}
+	return false
 }
 
 // writeHeader writes the fields of h that are not hop-by-hop, nor named
@@ -190,7 +186,7 @@ var hopHeaders = map[string]bool{
 func writeHeader(w *bufio.Writer, h http.Header) {
 	conn := h["Connection"]
 	for k, vv := range h {
-		if hopHeaders[k] || (conn != nil && hasToken(conn, k)) {
+		if isHopHeader(k) || (conn != nil && hasToken(conn, k)) {
 			continue
 		}
 		for _, v := range vv {
