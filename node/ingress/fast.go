@@ -292,6 +292,9 @@ func (c *Controller) serveFast(fc *fastConn, req *http.Request, start time.Time)
 // returns the response's status and whether the client's connection may
 // serve another request.
 func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request, keep bool) (int, bool) {
+	// Headers the client names in Connection go before the proxy's own
+	// are set, so that a client cannot remove those.
+	removeConnectionHeaders(req.Header)
 	setForwarded(req.Header, req.Header["X-Forwarded-For"], fc.ip, req.Host, "http", fc.port)
 	var uc *upConn
 	err := b.connect(ctx, func(ep *endpoint) error {
@@ -340,6 +343,7 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 
 // writeInfo passes a 1xx response (103 Early Hints, say) to the client.
 func (fc *fastConn) writeInfo(resp *http.Response) error {
+	removeConnectionHeaders(resp.Header)
 	writeStatusLine(fc.bw, resp.StatusCode)
 	writeHeader(fc.bw, resp.Header)
 	_, _ = fc.bw.WriteString("\r\n")
@@ -357,6 +361,7 @@ func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep b
 	w := fc.bw
 	code := resp.StatusCode
 	writeStatusLine(w, code)
+	removeConnectionHeaders(resp.Header)
 	writeHeader(w, resp.Header)
 	writeDate(w, resp.Header)
 	if len(resp.Trailer) > 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -181,12 +182,12 @@ func isHopHeader(k string) bool {
 	return false
 }
 
-// writeHeader writes the fields of h that are not hop-by-hop, nor named
-// by h's Connection header.
+// writeHeader writes the fields of h that are not hop-by-hop. The
+// headers a Connection header names are removed from h before (by
+// removeConnectionHeaders).
 func writeHeader(w *bufio.Writer, h http.Header) {
-	conn := h["Connection"]
 	for k, vv := range h {
-		if isHopHeader(k) || (conn != nil && hasToken(conn, k)) {
+		if isHopHeader(k) {
 			continue
 		}
 		for _, v := range vv {
@@ -194,6 +195,18 @@ func writeHeader(w *bufio.Writer, h http.Header) {
 			_, _ = w.WriteString(": ")
 			_, _ = w.WriteString(v)
 			_, _ = w.WriteString("\r\n")
+		}
+	}
+}
+
+// removeConnectionHeaders removes the headers that h's Connection header
+// names: they are for one connection too.
+func removeConnectionHeaders(h http.Header) {
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				delete(h, http.CanonicalHeaderKey(name))
+			}
 		}
 	}
 }
