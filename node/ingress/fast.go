@@ -251,11 +251,11 @@ func (fc *fastConn) use(uc *upConn) error {
 	return nil
 }
 
-// fast says whether the fast path serves req, a plain HTTP/1.1 request
+// fast says whether the fast path serves req: a plain HTTP/1.1 request
 // in origin form with a valid Host (http.ReadRequest refuses several)
-// and a small body of known length. The others go to http.Server: it
-// answers a missing or bad Host with 400,
-// and ReverseProxy handles upgrades, Expect: 100-continue and trailers.
+// and a small body of known length. The others go to http.Server, which
+// answers a missing or bad Host with 400, and to ReverseProxy, which
+// handles upgrades, Expect: 100-continue and trailers.
 func fast(req *http.Request) bool {
 	h := req.Header
 	return req.ProtoMajor == 1 && req.ProtoMinor == 1 &&
