@@ -451,3 +451,36 @@ func TestFastTimeouts(t *testing.T) {
 		t.Error("an idle connection is not closed after the idle timeout")
 	}
 }
+
+func TestFastCloseCutsStuckRequests(t *testing.T) {
+	c, err := New(Config{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	a, _ := rawBackend(t, func(conn net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		close(arrived)
+		<-release // never answers while the test runs
+	})
+	c.Update(webSnapshot(t, a))
+	rc := dialRaw(t, c)
+	rc.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	<-arrived
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > closeTimeout+time.Second {
+		t.Errorf("Close took %v with a request stuck on its endpoint, want about %v", d, closeTimeout)
+	}
+	if _, err := rc.br.ReadByte(); err == nil {
+		t.Error("the client's connection is still open after Close")
+	}
+}
