@@ -357,10 +357,15 @@ func TestFastEndpointFailsMidBody(t *testing.T) {
 func TestFastInfoResponses(t *testing.T) {
 	c := newController(t, nil)
 	a, _ := rawBackend(t, func(conn net.Conn, br *bufio.Reader) {
-		if _, err := http.ReadRequest(br); err != nil {
+		req, err := http.ReadRequest(br)
+		if err != nil {
 			return
 		}
-		_, _ = io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		hint := "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
+		if req.URL.Path == "/many" {
+			hint = strings.Repeat(hint, maxInfoResponses+1)
+		}
+		_, _ = io.WriteString(conn, hint+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	})
 	c.Update(webSnapshot(t, a))
 	rc := dialRaw(t, c)
@@ -375,6 +380,23 @@ func TestFastInfoResponses(t *testing.T) {
 	}
 	if s := got.String(); !strings.HasPrefix(s, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\n") {
 		t.Errorf("got %q, want the 103 passed on before the 200", s)
+	}
+
+	// An endpoint that sends 1xx responses without end gets 502 after a
+	// few.
+	rc = dialRaw(t, c)
+	rc.send("GET /many HTTP/1.1\r\nHost: a\r\n\r\n")
+	for {
+		resp, _, err := rc.read("GET")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusEarlyHints {
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("too many 1xx responses: got %d, want 502", resp.StatusCode)
+			}
+			break
+		}
 	}
 }
 

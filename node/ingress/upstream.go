@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ func (ep *endpoint) expire(uc *upConn) {
 	defer ep.mu.Unlock()
 	for i, idle := range ep.idle {
 		if idle == uc {
-			ep.idle = append(ep.idle[:i], ep.idle[i+1:]...)
+			ep.idle = slices.Delete(ep.idle, i, i+1)
 			_ = uc.conn.Close()
 			return
 		}
@@ -128,6 +129,10 @@ func (ep *endpoint) close() {
 	ep.idle = nil
 }
 
+// maxInfoResponses bounds the 1xx responses before the final one, as
+// http.Transport does.
+const maxInfoResponses = 5
+
 // send writes req to the endpoint, its body included, and reads the
 // response's header. A 1xx response other than 101 is passed to info and
 // the next one read.
@@ -136,7 +141,10 @@ func (uc *upConn) send(req *http.Request, info func(*http.Response) error) (*htt
 	if err := writeRequest(uc.bw, req); err != nil {
 		return nil, err
 	}
-	for {
+	for infos := 0; ; infos++ {
+		if infos > maxInfoResponses {
+			return nil, errors.New("too many 1xx responses")
+		}
 		uc.in.limit = uc.in.n + maxResponseHeaderBytes
 		resp, err := http.ReadResponse(uc.br, req)
 		uc.in.limit = -1
