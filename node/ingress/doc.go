@@ -75,7 +75,9 @@
 // endpoint (or a new one), reads the response and copies it back, with
 // Content-Length or chunked. It spends far less CPU time per request than
 // http.Server, ReverseProxy and http.Transport, which hand every request
-// between several goroutines. A request it leaves to them, malformed ones
+// between several goroutines (in make bench-traffic, 41 µs instead of
+// 86 µs, and the Ingress went from 0.28 to 0.50 of the pod IP's
+// requests/s). A request it leaves to them, malformed ones
 // included, is replayed to http.Server together with its connection, so
 // that answers such as 400 and 431 stay http.Server's. When an idle
 // endpoint connection turns out closed, a GET, HEAD, OPTIONS or TRACE
