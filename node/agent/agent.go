@@ -140,6 +140,10 @@ type Agent struct {
 	report  *nodeReport
 	pods    *pods.Manager // nil: the board runs no containers
 	net     *podNetwork   // nil: the board runs no containers
+	// services is the informer of all the cluster's Services, one for
+	// the pods' environments and Service traffic; nil: the board runs no
+	// containers.
+	services cache.SharedIndexInformer
 	// listImages lists the runtime's images for the Node's status; nil
 	// without a runtime.
 	listImages func(context.Context) ([]containers.ImageInfo, error)
@@ -262,6 +266,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if rt != nil {
 		go rt.Run(ctx)
+		go a.services.Run(ctx.Done())
 		go func() {
 			if err := a.pods.Run(ctx); err != nil {
 				a.log.Error("agent: pods stopped", "err", err)

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/isle-cluster/isle/node/containers"
 	"github.com/isle-cluster/isle/node/pods"
 	"github.com/isle-cluster/isle/node/stream"
@@ -30,8 +34,9 @@ func (a *Agent) connectRuntime(ctx context.Context) (*containers.Runtime, error)
 	return rt, nil
 }
 
-// startPods makes the pod manager of the board: it serves the streaming
-// server and the usage reports.
+// startPods makes the pod manager of the board, and the informer of the
+// Services it shares with Service traffic: it serves the streaming server
+// and the usage reports.
 func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	var network pods.Network = pods.LoopbackOnly{}
 	if a.net != nil {
@@ -41,8 +46,10 @@ func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	if a.cfg.LEDs != nil {
 		activity = a.cfg.LEDs.Activity
 	}
+	a.services = cache.NewSharedIndexInformer(cache.NewListWatchFromClient(a.client, "services", "", fields.Everything()),
+		&corev1.Service{}, 0, cache.Indexers{})
 	m, err := pods.New(pods.Config{Network: network, Activity: activity, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
-		Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
+		Services: a.services, Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
 		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, ResolvConf: a.cfg.ResolvConf,
 		ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, Logger: a.log, Unreachable: Unreachable})
 	if err != nil {

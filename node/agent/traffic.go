@@ -135,7 +135,11 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 			UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
 			return fmt.Errorf("agent: traffic informers: %w", err)
 		}
-		go i.Run(ctx.Done())
+		// The Services' informer is the agent's (Agent.services), already
+		// running; the others are traffic's own.
+		if i != inf.services {
+			go i.Run(ctx.Done())
+		}
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), inf.synced()...) {
 		return nil // ctx ended
@@ -170,7 +174,8 @@ func (a *Agent) runTraffic(ctx context.Context) error {
 	}
 }
 
-// trafficInformers are the informers of what Service traffic needs.
+// trafficInformers are the informers of what Service traffic needs: the
+// Services' is the one the pods read too.
 type trafficInformers struct {
 	services, slices, ingresses, classes cache.SharedIndexInformer
 }
@@ -200,7 +205,7 @@ func (a *Agent) trafficInformers() (trafficInformers, error) {
 		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, resource, "", sel), obj, 0, cache.Indexers{})
 	}
 	return trafficInformers{
-		services:  informer(a.client, "services", &corev1.Service{}, fields.Everything()),
+		services:  a.services,
 		slices:    informer(discovery, "endpointslices", &discoveryv1.EndpointSlice{}, fields.Everything()),
 		ingresses: informer(networking, "ingresses", &networkingv1.Ingress{}, fields.Everything()),
 		classes:   informer(networking, "ingressclasses", &networkingv1.IngressClass{}, fields.Everything()),

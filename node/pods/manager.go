@@ -67,8 +67,12 @@ type Config struct {
 	// hostNetwork pods.
 	NodeIP string
 	// Client is a core/v1 REST client of the board (node credential).
-	Client  *rest.RESTClient
-	Runtime Runtime
+	Client *rest.RESTClient
+	// Services is an informer of all the cluster's Services, for the
+	// variables of each container's environment; its owner runs it (the
+	// agent's Service traffic reads the same one).
+	Services cache.SharedIndexInformer
+	Runtime  Runtime
 	// Network; nil: LoopbackOnly.
 	Network Network
 	// DataDir is the agent's data directory: pods' volumes go under
@@ -127,6 +131,8 @@ func (c *Config) validate() error {
 		return errors.New("pods: no node name")
 	case c.Client == nil:
 		return errors.New("pods: no API client")
+	case c.Services == nil:
+		return errors.New("pods: no Service informer")
 	case c.Runtime == nil:
 		return errors.New("pods: no runtime")
 	case c.DataDir == "":
@@ -194,7 +200,8 @@ type Manager struct {
 	usage  usage
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	pods   cache.Indexer
-	// services feeds the Service variables of containers' environments.
+	// services feeds the Service variables of containers' environments
+	// (Config.Services).
 	services cache.SharedIndexInformer
 
 	mu    sync.Mutex
@@ -207,7 +214,7 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, rt: cfg.Runtime, log: cfg.Logger, state: map[types.UID]*podState{},
-		queue: workqueue.NewTypedDelayingQueue[types.UID](), services: newServiceInformer(cfg.Client)}
+		queue: workqueue.NewTypedDelayingQueue[types.UID](), services: cfg.Services}
 	vol, err := volumes.New(volumes.Config{PodsDir: filepath.Join(cfg.DataDir, "pods"), NodeName: cfg.NodeName,
 		Allocatable: cfg.Allocatable, Sources: apiSources{cfg.Client, m.services}, Logger: cfg.Logger})
 	if err != nil {
@@ -247,7 +254,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	go inf.Run(ctx.Done())
-	go m.services.Run(ctx.Done())
 	go m.status.run(ctx)
 	go m.events.run(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {

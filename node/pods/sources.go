@@ -10,24 +10,16 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
 // apiSources reads the objects pods refer to (volumes, env, pull
 // secrets) from the API, as the node is allowed to; the Services from an
-// informer of them all, as the kubelet keeps one.
+// informer of them all, as the kubelet keeps one (Config.Services).
 type apiSources struct {
 	c        *rest.RESTClient
 	services cache.SharedIndexInformer
-}
-
-// newServiceInformer watches all the cluster's Services, for the
-// variables of each container's environment.
-func newServiceInformer(c *rest.RESTClient) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, "services", "", fields.Everything()),
-		&corev1.Service{}, 0, cache.Indexers{})
 }
 
 func (s apiSources) Services(context.Context) ([]*corev1.Service, error) {
