@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,7 +35,10 @@ type stdio struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// running counts the copiers that run, and openStdio until it has
+	// started them; the last to end closes ended (no goroutine per
+	// container waits for them).
+	running atomic.Int32
 	// readers are the output FIFOs' read ends, closed by detach to stop
 	// the copiers.
 	readers []io.Closer
@@ -67,6 +71,7 @@ func openStdio(cfg cio.Config, log LogFile, stdinOnce bool) (*stdio, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stdio{cfg: cfg, dir: dir, log: log, once: stdinOnce, ctx: ctx, cancel: cancel, ended: make(chan struct{})}
+	s.running.Store(1) // openStdio's own
 	if log != nil {
 		s.out.base = log.Stream("stdout")
 		s.errOut.base = log.Stream("stderr")
@@ -79,18 +84,24 @@ func openStdio(cfg cio.Config, log LogFile, stdinOnce bool) (*stdio, error) {
 		}
 		s.stdin = w
 	}
-	if err := s.copyFrom(cfg.Stdout, &s.out); err != nil {
+	err := s.copyFrom(cfg.Stdout, &s.out)
+	if err == nil && cfg.Stderr != "" {
+		err = s.copyFrom(cfg.Stderr, &s.errOut)
+	}
+	s.copied()
+	if err != nil {
 		s.detach()
 		return nil, err
 	}
-	if cfg.Stderr != "" {
-		if err := s.copyFrom(cfg.Stderr, &s.errOut); err != nil {
-			s.detach()
-			return nil, err
-		}
-	}
-	go func() { s.wg.Wait(); close(s.ended) }()
 	return s, nil
+}
+
+// copied is called by each copier as it ends, and by openStdio once it
+// has started them: the last closes ended.
+func (s *stdio) copied() {
+	if s.running.Add(-1) == 0 {
+		close(s.ended)
+	}
 }
 
 func (s *stdio) copyFrom(path string, to *fanout) error {
@@ -99,9 +110,9 @@ func (s *stdio) copyFrom(path string, to *fanout) error {
 		return fmt.Errorf("containers: output FIFO: %w", err)
 	}
 	s.readers = append(s.readers, r)
-	s.wg.Add(1)
+	s.running.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.copied()
 		defer r.Close()
 		buf := make([]byte, copyBufSize)
 		for {
@@ -126,7 +137,7 @@ func (s *stdio) Cancel() { s.cancel() }
 
 // Wait waits for the output to be copied to its end (the container
 // exited and the shim closed its ends).
-func (s *stdio) Wait() { s.wg.Wait() }
+func (s *stdio) Wait() { <-s.ended }
 
 // Close is a no-op for containerd: the agent ends the stdio itself with
 // finish or detach.
@@ -135,11 +146,11 @@ func (s *stdio) Close() error { return nil }
 // finish waits (at most wait) for the rest of the output of an exited
 // container, closes the log and removes the FIFOs.
 func (s *stdio) finish(wait time.Duration) {
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	select {
-	case <-done:
-	case <-time.After(wait):
+	case <-s.ended:
+	case <-t.C:
 	}
 	s.detach()
 	_ = os.RemoveAll(s.dir)
@@ -152,7 +163,7 @@ func (s *stdio) detach() {
 	for _, r := range s.readers {
 		_ = r.Close()
 	}
-	s.wg.Wait()
+	<-s.ended
 	s.stdinMu.Lock()
 	if s.stdin != nil {
 		_ = s.stdin.Close()
