@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
 	"time"
 
@@ -185,7 +186,11 @@ const (
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Beside the MemStats, the heap the last collection found live
+	// (go_gc_heap_live_bytes): what the heap in use is measured against.
+	live := collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(live)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 

@@ -15,6 +15,7 @@ import (
 // from its /metrics (the collector of runtime.MemStats).
 type goMemory struct {
 	heapAlloc uint64 // go_memstats_heap_alloc_bytes: the heap's objects, live and not yet swept
+	live      uint64 // go_gc_heap_live_bytes: the heap's objects the last collection found live
 	heapInuse uint64 // go_memstats_heap_inuse_bytes: the heap's spans that hold objects
 	goal      uint64 // go_memstats_next_gc_bytes: the heap size at which the next GC starts
 	stacks    uint64 // go_memstats_stack_inuse_bytes: the goroutines' stacks
@@ -45,7 +46,8 @@ func goMemoryOf(ctx context.Context, ns, url string) (goMemory, error) {
 
 // goMemoryFrom picks the Go runtime's memory from scraped samples.
 func goMemoryFrom(vals map[string]float64) (goMemory, error) {
-	names := []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes"}
+	names := []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes",
+		"go_gc_heap_live_bytes"}
 	v := make([]uint64, len(names))
 	for i, n := range names {
 		f, ok := vals[n]
@@ -54,5 +56,5 @@ func goMemoryFrom(vals map[string]float64) (goMemory, error) {
 		}
 		v[i] = uint64(f)
 	}
-	return goMemory{heapAlloc: v[0], heapInuse: v[1], goal: v[2], stacks: v[3]}, nil
+	return goMemory{heapAlloc: v[0], heapInuse: v[1], goal: v[2], stacks: v[3], live: v[4]}, nil
 }

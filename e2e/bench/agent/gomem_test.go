@@ -18,6 +18,7 @@ go_memstats_heap_alloc_bytes 5.5e+06
 go_memstats_heap_inuse_bytes 7e+06
 go_memstats_next_gc_bytes 1.1e+07
 go_memstats_stack_inuse_bytes 1.048576e+06
+go_gc_heap_live_bytes 4e+06
 `
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(page)) }))
 	defer s.Close()
@@ -26,7 +27,7 @@ go_memstats_stack_inuse_bytes 1.048576e+06
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (goMemory{heapAlloc: 5_500_000, heapInuse: 7_000_000, goal: 11_000_000, stacks: 1 << 20}); m != want {
+	if want := (goMemory{heapAlloc: 5_500_000, heapInuse: 7_000_000, goal: 11_000_000, stacks: 1 << 20, live: 4_000_000}); m != want {
 		t.Errorf("goMemoryOf = %+v, want %+v", m, want)
 	}
 	if _, err := goMemoryFrom(map[string]float64{"go_memstats_heap_alloc_bytes": 1}); err == nil ||

@@ -45,6 +45,7 @@ func (r results) table() benchkit.Table {
 	t.Row(fmt.Sprintf("agent RSS with %d pods, most in %v idle", r.pods, r.idle), mib(r.with.RSS), "≤ 24 MiB (k3s agent ~270 MB)", r.with.RSS <= 24<<20)
 	t.Row("  of which anonymous (RssAnon: heap, stacks)", mib(r.with.Anon), "", true)
 	t.Row("    Go heap allocated (live, not yet swept)", mib(r.goMem.heapAlloc), "", true)
+	t.Row("    Go heap live (at the last GC)", mib(r.goMem.live), "", true)
 	t.Row("    Go heap in use (spans)", mib(r.goMem.heapInuse), "", true)
 	t.Row("    Go heap goal (next GC)", mib(r.goMem.goal), "", true)
 	t.Row("    Go stacks", mib(r.goMem.stacks), "", true)
