@@ -200,6 +200,9 @@ func run(ctx context.Context, o options) (err error) {
 	if r.usedFile, err = binaryReferenced(agent); err != nil {
 		return err
 	}
+	if r.mappings, err = mappingsOf(agent); err != nil {
+		return err
+	}
 	fmt.Println()
 	r.header(os.Stdout)
 	fmt.Println()

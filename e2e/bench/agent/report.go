@@ -22,6 +22,7 @@ type results struct {
 	idleCPU   float64         // cores the board's isle used while the pods idled
 	faults    float64         // minor page faults per second the board's isle took while the pods idled
 	usedFile  uint64          // the binary's pages the board's isle used while the pods idled
+	mappings  int             // the board's isle's memory mappings (VMAs), after the idle time
 	idle      time.Duration   // how long the pods idled
 }
 
@@ -51,6 +52,7 @@ func (r results) table() benchkit.Table {
 	t.Row("    Go stacks", mib(r.goMem.stacks), "", true)
 	t.Row("  of which file-backed (RssFile: the binary)", mib(r.with.File), "", true)
 	t.Row(fmt.Sprintf("    of which used in %v at idle", r.idle), mib(r.usedFile), "", true)
+	t.Row("  memory mappings (VMAs, ~200 B kernel each)", fmt.Sprint(r.mappings), "", true)
 	t.Row(fmt.Sprintf("agent PSS with %d pods", r.pods), mib(r.with.PSS), "", true)
 	t.Row("agent peak RSS (VmHWM)", mib(r.with.Peak), "", true)
 	t.Row("agent RSS with no pods", mib(r.before.RSS), "", true)

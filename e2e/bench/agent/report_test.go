@@ -17,7 +17,7 @@ func TestReport(t *testing.T) {
 		before:  benchkit.Memory{RSS: 15 << 20},
 		with:    benchkit.Memory{RSS: 25 << 20, Peak: 26 << 20, Anon: 10 << 20, File: 15 << 20, PSS: 20 << 20},
 		goMem:   goMemory{heapAlloc: 5 << 20, live: 4 << 20, heapInuse: 6 << 20, goal: 9 << 20, stacks: 1 << 20},
-		idleCPU: 0.0123, faults: 41.6, usedFile: 6 << 20, idle: time.Minute}
+		idleCPU: 0.0123, faults: 41.6, usedFile: 6 << 20, mappings: 2600, idle: time.Minute}
 	var b strings.Builder
 	r.table().Write(&b)
 	want := `| measure                                      | isle       | target                       |        |
@@ -35,6 +35,7 @@ func TestReport(t *testing.T) {
 |     Go stacks                                | 1.0 MiB    |                              |        |
 |   of which file-backed (RssFile: the binary) | 15.0 MiB   |                              |        |
 |     of which used in 1m0s at idle            | 6.0 MiB    |                              |        |
+|   memory mappings (VMAs, ~200 B kernel each) | 2600       |                              |        |
 | agent PSS with 50 pods                       | 20.0 MiB   |                              |        |
 | agent peak RSS (VmHWM)                       | 26.0 MiB   |                              |        |
 | agent RSS with no pods                       | 15.0 MiB   |                              |        |
