@@ -77,6 +77,20 @@ type servers struct {
 	last string
 	// down: the last dial found no server; logged, until one answers.
 	down bool
+
+	// rt is the API clients' transport (transport), made once.
+	rtOnce sync.Once
+	rt     *http.Transport
+}
+
+// transport is the one transport of the API clients of every group
+// (newTransport), so that they share its connection, as client-go's
+// transport cache shares one between clients of the same configuration: a
+// TLS connection, its HTTP/2 buffers and its goroutines per API group
+// otherwise.
+func (s *servers) transport() *http.Transport {
+	s.rtOnce.Do(func() { s.rt = newTransport(s) })
+	return s.rt
 }
 
 func (s *servers) candidates() []string {
@@ -183,7 +197,7 @@ func newClient(cred wire.Credential, s *servers) (*rest.RESTClient, error) {
 }
 
 // newGroupClient is newClient for the API group version gv, whose types
-// addToScheme registers.
+// addToScheme registers; the clients of s share its connections.
 func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
 	if err := addToScheme(scheme); err != nil {
@@ -215,7 +229,7 @@ func newGroupClient(cred wire.Credential, s *servers, gv schema.GroupVersion, ad
 	rt, err := transport.HTTPWrappersForConfig(&transport.Config{
 		UserAgent:   cfg.UserAgent,
 		BearerToken: cfg.BearerToken,
-	}, newTransport(s))
+	}, s.transport())
 	if err != nil {
 		return nil, fmt.Errorf("agent: API client %s: %w", gv, err)
 	}
