@@ -19,7 +19,11 @@ func TestRelease(t *testing.T) {
 		t.Skip("/proc/self is emulated (qemu-user): its maps are the guest's, its RSS the emulator's")
 	}
 	bss[1000], data[4000] = 7, 9
-	r, err := Release()
+	pages, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pages.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +34,50 @@ func TestRelease(t *testing.T) {
 		t.Errorf("the data and bss segments changed: data %d %d %d, bss %d %d", data[0], data[8191], data[4000], bss[1000], bss[2000])
 	}
 	// The pages come back as the code runs again.
-	again, err := Release()
+	again, err := pages.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Before == 0 {
 		t.Errorf("Release again = %+v: want the pages in use resident again", again)
+	}
+}
+
+// Find cuts the executable's read-only mappings into pieces of fence
+// bytes, which the kernel keeps apart: a fault maps no more than its
+// piece.
+func TestFindFences(t *testing.T) {
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil && len(b) > 0 && stateOf(b) < 'A' {
+		t.Skip("/proc/self is emulated (qemu-user): its maps are the guest's")
+	}
+	if os.Getpagesize() >= faultAround {
+		t.Skip("pages of 64 KiB: a fault maps its page alone, and Find leaves the mappings whole")
+	}
+	pages, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := ParseMaps(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size uint64
+	for _, m := range pages.ranges {
+		size += m.Size()
+	}
+	n := 0
+	for _, m := range ReadOnlyOf(maps, pages.exe) {
+		n++
+		if piece := uint64(max(fence, os.Getpagesize())); m.Size() > piece {
+			t.Errorf("mapping %x-%x of %s: %d bytes, want at most %d", m.Start, m.End, pages.exe, m.Size(), piece)
+		}
+	}
+	if want := size / fence; uint64(n) < want {
+		t.Errorf("%d read-only mappings of %s (%d bytes), want at least %d", n, pages.exe, size, want)
 	}
 }
 

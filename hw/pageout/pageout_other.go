@@ -12,7 +12,15 @@ type Result struct {
 	Advised, Before, After uint64
 }
 
+// Pages are found on Linux alone.
+type Pages struct{}
+
+// Find fails but on Linux.
+func Find() (*Pages, error) {
+	return nil, fmt.Errorf("pageout: %w", errors.ErrUnsupported)
+}
+
 // Release does nothing but on Linux.
-func Release() (Result, error) {
+func (*Pages) Release() (Result, error) {
 	return Result{}, fmt.Errorf("pageout: %w", errors.ErrUnsupported)
 }
