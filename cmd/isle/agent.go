@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -98,6 +99,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	warnTokenArgument(os.Args, log)
+	setAgentGC()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var node agent.Config
@@ -120,4 +122,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		Address: netip.MustParseAddr(f.address), GossipPort: f.gossipPort, MDNS: f.mdns, MetricsAddr: f.metricsAddr,
 		Version: version, Commit: commit, Logger: log, Clock: clk,
 	})
+}
+
+// agentGCPercent is an agent's GOGC, unless the GOGC variable sets one.
+// The agent's live heap is small and steady (~6 MiB with 50 pods), and
+// Go's default lets the heap grow by as much again before collecting; the
+// agent collects once it has grown by a quarter. make bench-agent (50
+// pods, idle): GOGC 100 holds 30.6 MiB resident (21.4 anonymous) for
+// 0.45% of a core, 50 26.1 MiB for 0.57%, 25 23.8 MiB (14.8) for 0.65%.
+const agentGCPercent = 25
+
+// setAgentGC sets the agent's GOGC (agentGCPercent) unless the GOGC
+// variable has set one.
+func setAgentGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(agentGCPercent)
+	}
 }
