@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/isle-cluster/isle/node/pods"
 	"github.com/isle-cluster/isle/node/proxy"
 )
 
@@ -53,6 +54,9 @@ func (a *Agent) runPolicies(ctx context.Context) error {
 	}
 	policies := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(networking, "networkpolicies", "", fields.Everything()),
 		&networkingv1.NetworkPolicy{}, 0, cache.Indexers{})
+	if err := policies.SetTransform(pods.WithoutManagedFields); err != nil {
+		return fmt.Errorf("agent: policy informers: %w", err)
+	}
 	if err := watchAll(policies, poke); err != nil {
 		return err
 	}

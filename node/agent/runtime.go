@@ -48,6 +48,9 @@ func (a *Agent) startPods(rt *containers.Runtime) (*pods.Manager, error) {
 	}
 	a.services = cache.NewSharedIndexInformer(cache.NewListWatchFromClient(a.client, "services", "", fields.Everything()),
 		&corev1.Service{}, 0, cache.Indexers{})
+	if err := a.services.SetTransform(pods.WithoutManagedFields); err != nil {
+		return nil, fmt.Errorf("agent: Service informer: %w", err)
+	}
 	m, err := pods.New(pods.Config{Network: network, Activity: activity, NodeName: a.cfg.Credential.Name, NodeIP: a.cfg.Address, Client: a.client,
 		Services: a.services, Runtime: rt, DataDir: a.cfg.DataDir, RunDir: a.cfg.RunDir, Allocatable: a.report.status(time.Now()).Allocatable,
 		Resync: a.cfg.PodResync, CgroupParent: a.cfg.CgroupParent, ResolvConf: a.cfg.ResolvConf,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/isle-cluster/isle/node/dns"
 	"github.com/isle-cluster/isle/node/ingress"
+	"github.com/isle-cluster/isle/node/pods"
 	"github.com/isle-cluster/isle/node/proxy"
 )
 
@@ -201,15 +202,21 @@ func (a *Agent) trafficInformers() (trafficInformers, error) {
 	if err != nil {
 		return trafficInformers{}, err
 	}
-	informer := func(c *rest.RESTClient, resource string, obj runtime.Object, sel fields.Selector) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, resource, "", sel), obj, 0, cache.Indexers{})
+	informer := func(c *rest.RESTClient, resource string, obj runtime.Object) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(cache.NewListWatchFromClient(c, resource, "", fields.Everything()), obj, 0, cache.Indexers{})
 	}
-	return trafficInformers{
+	t := trafficInformers{
 		services:  a.services,
-		slices:    informer(discovery, "endpointslices", &discoveryv1.EndpointSlice{}, fields.Everything()),
-		ingresses: informer(networking, "ingresses", &networkingv1.Ingress{}, fields.Everything()),
-		classes:   informer(networking, "ingressclasses", &networkingv1.IngressClass{}, fields.Everything()),
-	}, nil
+		slices:    informer(discovery, "endpointslices", &discoveryv1.EndpointSlice{}),
+		ingresses: informer(networking, "ingresses", &networkingv1.Ingress{}),
+		classes:   informer(networking, "ingressclasses", &networkingv1.IngressClass{}),
+	}
+	for _, i := range []cache.SharedIndexInformer{t.slices, t.ingresses, t.classes} {
+		if err := i.SetTransform(pods.WithoutManagedFields); err != nil {
+			return t, fmt.Errorf("agent: traffic informers: %w", err)
+		}
+	}
+	return t, nil
 }
 
 // listOf is what an informer holds, as T.

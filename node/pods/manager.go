@@ -237,6 +237,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{byUID: func(obj any) ([]string, error) {
 		return []string{string(obj.(*corev1.Pod).UID)}, nil
 	}})
+	if err := inf.SetTransform(WithoutManagedFields); err != nil {
+		return fmt.Errorf("pods: watch pods: %w", err)
+	}
 	m.pods = inf.GetIndexer()
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {

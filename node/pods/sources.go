@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -20,6 +21,16 @@ import (
 type apiSources struct {
 	c        *rest.RESTClient
 	services cache.SharedIndexInformer
+}
+
+// WithoutManagedFields is an informer's transform that drops an object's
+// metadata.managedFields, which the board never reads and which are often
+// half of an object: the board's informers keep the rest.
+func WithoutManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 func (s apiSources) Services(context.Context) ([]*corev1.Service, error) {
