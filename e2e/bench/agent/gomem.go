@@ -19,6 +19,7 @@ type goMemory struct {
 	heapInuse uint64 // go_memstats_heap_inuse_bytes: the heap's spans that hold objects
 	goal      uint64 // go_memstats_next_gc_bytes: the heap size at which the next GC starts
 	stacks    uint64 // go_memstats_stack_inuse_bytes: the goroutines' stacks
+	routines  uint64 // go_goroutines: the goroutines, whose stacks those are
 }
 
 // metricsURL is where an island's board serves its /metrics, on the
@@ -47,7 +48,7 @@ func goMemoryOf(ctx context.Context, ns, url string) (goMemory, error) {
 // goMemoryFrom picks the Go runtime's memory from scraped samples.
 func goMemoryFrom(vals map[string]float64) (goMemory, error) {
 	names := []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes",
-		"go_gc_heap_live_bytes"}
+		"go_gc_heap_live_bytes", "go_goroutines"}
 	v := make([]uint64, len(names))
 	for i, n := range names {
 		f, ok := vals[n]
@@ -56,5 +57,5 @@ func goMemoryFrom(vals map[string]float64) (goMemory, error) {
 		}
 		v[i] = uint64(f)
 	}
-	return goMemory{heapAlloc: v[0], heapInuse: v[1], goal: v[2], stacks: v[3], live: v[4]}, nil
+	return goMemory{heapAlloc: v[0], heapInuse: v[1], goal: v[2], stacks: v[3], live: v[4], routines: v[5]}, nil
 }

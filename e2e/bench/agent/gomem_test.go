@@ -19,6 +19,7 @@ go_memstats_heap_inuse_bytes 7e+06
 go_memstats_next_gc_bytes 1.1e+07
 go_memstats_stack_inuse_bytes 1.048576e+06
 go_gc_heap_live_bytes 4e+06
+go_goroutines 245
 `
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(page)) }))
 	defer s.Close()
@@ -27,7 +28,7 @@ go_gc_heap_live_bytes 4e+06
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (goMemory{heapAlloc: 5_500_000, heapInuse: 7_000_000, goal: 11_000_000, stacks: 1 << 20, live: 4_000_000}); m != want {
+	if want := (goMemory{heapAlloc: 5_500_000, heapInuse: 7_000_000, goal: 11_000_000, stacks: 1 << 20, live: 4_000_000, routines: 245}); m != want {
 		t.Errorf("goMemoryOf = %+v, want %+v", m, want)
 	}
 	if _, err := goMemoryFrom(map[string]float64{"go_memstats_heap_alloc_bytes": 1}); err == nil ||

@@ -49,7 +49,7 @@ func (r results) table() benchkit.Table {
 	t.Row("    Go heap live (at the last GC)", mib(r.goMem.live), "", true)
 	t.Row("    Go heap in use (spans)", mib(r.goMem.heapInuse), "", true)
 	t.Row("    Go heap goal (next GC)", mib(r.goMem.goal), "", true)
-	t.Row("    Go stacks", mib(r.goMem.stacks), "", true)
+	t.Row(fmt.Sprintf("    Go stacks (%d goroutines)", r.goMem.routines), mib(r.goMem.stacks), "", true)
 	t.Row("  of which file-backed (RssFile: the binary)", mib(r.with.File), "", true)
 	t.Row(fmt.Sprintf("    of which used in %v at idle", r.idle), mib(r.usedFile), "", true)
 	t.Row("  memory mappings (VMAs, ~200 B kernel each)", fmt.Sprint(r.mappings), "", true)

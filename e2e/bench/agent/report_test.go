@@ -16,7 +16,7 @@ func TestReport(t *testing.T) {
 	r := results{pods: 50, interval: 200 * time.Millisecond, board: "pi2", pull: 1234567 * time.Microsecond, latencies: lat,
 		before:  benchkit.Memory{RSS: 15 << 20},
 		with:    benchkit.Memory{RSS: 25 << 20, Peak: 26 << 20, Anon: 10 << 20, File: 15 << 20, PSS: 20 << 20},
-		goMem:   goMemory{heapAlloc: 5 << 20, live: 4 << 20, heapInuse: 6 << 20, goal: 9 << 20, stacks: 1 << 20},
+		goMem:   goMemory{heapAlloc: 5 << 20, live: 4 << 20, heapInuse: 6 << 20, goal: 9 << 20, stacks: 1 << 20, routines: 245},
 		idleCPU: 0.0123, faults: 41.6, usedFile: 6 << 20, mappings: 2600, idle: time.Minute}
 	var b strings.Builder
 	r.table().Write(&b)
@@ -32,7 +32,7 @@ func TestReport(t *testing.T) {
 |     Go heap live (at the last GC)            | 4.0 MiB    |                              |        |
 |     Go heap in use (spans)                   | 6.0 MiB    |                              |        |
 |     Go heap goal (next GC)                   | 9.0 MiB    |                              |        |
-|     Go stacks                                | 1.0 MiB    |                              |        |
+|     Go stacks (245 goroutines)               | 1.0 MiB    |                              |        |
 |   of which file-backed (RssFile: the binary) | 15.0 MiB   |                              |        |
 |     of which used in 1m0s at idle            | 6.0 MiB    |                              |        |
 |   memory mappings (VMAs, ~200 B kernel each) | 2600       |                              |        |
