@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -99,7 +100,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	warnTokenArgument(os.Args, log)
-	setAgentGC()
+	tuneAgentRuntime()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var node agent.Config
@@ -132,10 +133,13 @@ func runAgent(ctx context.Context, f agentFlags) error {
 // 0.45% of a core, 50 26.1 MiB for 0.57%, 25 23.8 MiB (14.8) for 0.65%.
 const agentGCPercent = 25
 
-// setAgentGC sets the agent's GOGC (agentGCPercent) unless the GOGC
-// variable has set one.
-func setAgentGC() {
+// tuneAgentRuntime sets the agent's GOGC (agentGCPercent) unless the GOGC
+// variable has set one, and stops the runtime's heap profile: an agent
+// serves no pprof (a server's --debug does), and each allocation stack
+// the profile samples stays in memory for good.
+func tuneAgentRuntime() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(agentGCPercent)
 	}
+	runtime.MemProfileRate = 0
 }
