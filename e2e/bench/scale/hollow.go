@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -40,10 +39,10 @@ import (
 // finished). What containerd would do is hollow: each pod bound to the
 // board "runs" at once — its status becomes Running and Ready, with an
 // address of the board's pod CIDR, as the kubelet's would once its
-// containers started — and its usage is reported. The informers every
+// containers started — and its usage is reported. The watches every
 // board keeps for its Service rules and ingress controller (Services,
-// EndpointSlices, Ingresses, IngressClasses, NetworkPolicies) are kept too,
-// and program nothing.
+// EndpointSlices, Ingresses, IngressClasses, NetworkPolicies) are kept
+// open too, their streams read but not decoded (streams.go).
 //
 // Against a real board the servers see one more watch of the board's pods:
 // the agent without containerd watches them to finish deletions, and the
@@ -134,7 +133,7 @@ func (f *fleet) add(ctx context.Context, i int) (*hollow, error) {
 		}
 	}()
 	go h.pods.run(actx)
-	go runProxyInformers(actx, cs)
+	watchProxyKinds(actx, cs, f.log)
 	f.mu.Lock()
 	f.boards = append(f.boards, h)
 	f.mu.Unlock()
@@ -163,20 +162,6 @@ func (f *fleet) stopAll() {
 	}
 	wg.Wait()
 	f.boards = nil
-}
-
-// runProxyInformers keeps what every board's Service rules and ingress
-// controller watch.
-func runProxyInformers(ctx context.Context, cs kubernetes.Interface) {
-	fac := informers.NewSharedInformerFactory(cs, 0)
-	fac.Core().V1().Services().Informer()
-	fac.Discovery().V1().EndpointSlices().Informer()
-	fac.Networking().V1().Ingresses().Informer()
-	fac.Networking().V1().IngressClasses().Informer()
-	fac.Networking().V1().NetworkPolicies().Informer()
-	fac.Start(ctx.Done())
-	<-ctx.Done()
-	fac.Shutdown()
 }
 
 // hollowPods is the hollow kubelet: it starts the pods bound to its board

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,10 @@ type options struct {
 	ops   int
 	idle  time.Duration
 	kills int
+	// cpuProfile and memProfile are where the bench process's own CPU
+	// profile (the whole run) and heap profile (after each size) go; "":
+	// none.
+	cpuProfile, memProfile string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -55,6 +60,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.ops, "ops", 200, "requests of each kind at each size (lists: a twentieth)")
 	fs.DurationVar(&o.idle, "idle", 20*time.Second, "how long the idle servers' CPU and the gossip are measured at each size")
 	fs.IntVar(&o.kills, "kills", 3, "hollow boards killed at the last size")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile (hollow boards and clients) of the whole run to `FILE`")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write the bench process's heap profile to `FILE` after each size")
 	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -106,9 +113,30 @@ type result struct {
 	gossip        float64         // bytes/s per hollow board
 	api           apiResults
 	leader        int // index of the leader in servers
+	// The bench process (the hollow boards and the clients): its CPU time
+	// from the size's first join to its pods settled, its CPU over the
+	// idle window (share of a core), and its RSS after it.
+	benchGrow time.Duration
+	benchIdle float64
+	benchRSS  uint64
 }
 
 func run(ctx context.Context, o options) (err error) {
+	if os.Getenv("GOGC") == "" {
+		// The hollow boards' live heap is small and their garbage (watch
+		// streams, gossip packets) plenty: at the default GOGC a third
+		// of the process's CPU went to collecting (pprof, 50 and 100
+		// boards). Collecting about a quarter as often gives most of it
+		// to the servers, for a few hundred MB more.
+		debug.SetGCPercent(400)
+	}
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	env, err := benchkit.Probe(ctx, o.Isle, "isle-scalebench-")
 	if err != nil {
 		return err
@@ -184,6 +212,10 @@ func run(ctx context.Context, o options) (err error) {
 	for _, st := range o.steps {
 		r := result{step: st}
 		began := time.Now()
+		cpu0, err := selfCPU()
+		if err != nil {
+			return err
+		}
 		have := len(f.boards)
 		var addErr error
 		benchkit.Parallel(ctx, st.boards-have, 8, func(ctx context.Context, i int) {
@@ -228,6 +260,11 @@ func run(ctx context.Context, o options) (err error) {
 		if r.newPods > 0 {
 			r.writtenPerPod = float64(w1-w0) / float64(r.newPods)
 		}
+		cpu1, err := selfCPU()
+		if err != nil {
+			return err
+		}
+		r.benchGrow = cpu1 - cpu0
 		if err := idle(ctx, &r, servers, f, o.idle); err != nil {
 			return err
 		}
@@ -235,7 +272,13 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		results = append(results, r)
-		slog.Info("size measured", "boards", st.boards, "pods", st.pods)
+		slog.Info("size measured", "boards", st.boards, "pods", st.pods, "bench CPU growing", r.benchGrow,
+			"bench CPU idle", fmt.Sprintf("%.1f%%", 100*r.benchIdle), "bench RSS MiB", r.benchRSS/mib)
+		if o.memProfile != "" {
+			if err := writeHeapProfile(o.memProfile); err != nil {
+				return err
+			}
+		}
 	}
 	final, err := failures(ctx, admin, servers, f, o.kills)
 	if err != nil {
@@ -278,10 +321,24 @@ func idle(ctx context.Context, r *result, ss []*server, f *fleet, d time.Duratio
 		}
 	}
 	g0 := gossipBytes(f.wire)
+	self0, err := selfCPU()
+	if err != nil {
+		return err
+	}
 	if err := sleep(ctx, d); err != nil {
 		return err
 	}
 	g1 := gossipBytes(f.wire)
+	self1, err := selfCPU()
+	if err != nil {
+		return err
+	}
+	r.benchIdle = (self1 - self0).Seconds() / d.Seconds()
+	m, err := benchkit.ReadMemory(os.Getpid())
+	if err != nil {
+		return err
+	}
+	r.benchRSS = m.RSS
 	r.gossip = (g1 - g0) / d.Seconds() / float64(len(f.boards))
 	for i, s := range ss {
 		cpu, err := s.p.CPUTime()

@@ -29,16 +29,16 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The cost at each size (servers s1/s2/s3, * the store's leader; memory and CPU after the pods settled, CPU over the idle window):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | of which the binary's file pages MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | of which the binary's file pages MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board | bench process CPU s growing / idle % / RSS MiB |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
+		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s | %.0f / %.1f / %.0f |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
 			r.joined.Seconds(), benchkit.Group(float64(r.newPods)/r.bound.Seconds()), r.running.Seconds(),
 			per3(r, func(s serverSample) float64 { return float64(s.rss) / mib }, "%.0f"),
 			per3(r, func(s serverSample) float64 { return float64(s.file) / mib }, "%.0f"),
 			per3(r, func(s serverSample) float64 { return float64(s.live) / mib }, "%.1f"),
 			cpu3(r), float64(r.servers[r.leader].logBytes)/mib, float64(r.servers[r.leader].storeBytes)/mib,
-			benchkit.Group(r.writtenPerPod), r.gossip)
+			benchkit.Group(r.writtenPerPod), r.gossip, r.benchGrow.Seconds(), 100*r.benchIdle, float64(r.benchRSS)/mib)
 	}
 	fmt.Fprintln(w)
 	last := rs[len(rs)-1]
@@ -80,7 +80,9 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Notes:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "- hollow boards: a real gossip member each, joined through /isle/v1 with the agent token, running the real node agent (Node, status, usage reports, deletions) with pods that run at once; every board's Service and Ingress informers are kept. They watch their pods twice (the agent without containerd, and the hollow kubelet): a little more than real boards ask of the servers.")
+	fmt.Fprintln(w, "- hollow boards: a real gossip member each, joined through /isle/v1 with the agent token, running the real node agent (Node, status, usage reports, deletions) with pods that run at once. They watch their pods twice (the agent without containerd, and the hollow kubelet): a little more than real boards ask of the servers.")
+	fmt.Fprintln(w, "- every hollow board keeps the watches of a board's Service rules and ingress controller open (Services, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies: a watch-list, then watches resumed from the last resourceVersion, as client-go's reflector) and reads their streams to the end without decoding them into objects: the servers send each board what they would send a real one; the decoding a board would do on its own CPU is not done here.")
+	fmt.Fprintln(w, "- bench process: the hollow boards and the bench's clients in one process; CPU seconds from a size's first join to its pods settled, share of a core over the idle window, RSS after it.")
 	fmt.Fprintln(w, "- the hollow boards, the bench's clients and the three servers share this machine's CPUs; on boards each has its own.")
 	fmt.Fprintln(w, "- written per pod created: write_bytes of the three servers from the first Deployment of a size to 10 s after its last pod ran (pods, ReplicaSets, EndpointSlices, Events, status), divided by the pods created.")
 	fmt.Fprintln(w, "- live heap: pprof's heap after a collection (the admin socket, --debug); gossip: memberlist's bytes sent and received by the process's hollow boards, per board.")
