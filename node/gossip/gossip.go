@@ -88,9 +88,15 @@ type Config struct {
 	// Key is the AES-256 key (DeriveKey of the token's secret).
 	Key []byte
 	// Tuning defaults to LANTuning.
-	Tuning     *Tuning
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	Tuning *Tuning
+	// Uncompressed sends messages as they are; false: compressed with
+	// memberlist's LZW, which allocates a 64 KiB table for every packet
+	// sent. Hundreds of hollow boards in one process (make bench-scale)
+	// spent a quarter of its CPU on it; a board's few hundred bytes a second
+	// are worth compressing.
+	Uncompressed bool
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // Tuning is the SWIM timing. LANTuning documents the choices.
@@ -182,6 +188,7 @@ func Start(cfg Config) (*Gossip, error) {
 	mc.AdvertisePort = cfg.Port
 	mc.SecretKey = cfg.Key
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	mc.EnableCompression = !cfg.Uncompressed
 	mc.ProbeInterval, mc.ProbeTimeout = t.ProbeInterval, t.ProbeTimeout
 	mc.SuspicionMult, mc.SuspicionMaxTimeoutMult = t.SuspicionMult, 1
 	mc.GossipInterval, mc.PushPullInterval = t.GossipInterval, t.PushPull

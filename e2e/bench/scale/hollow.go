@@ -26,6 +26,7 @@ import (
 
 	"github.com/isle-cluster/isle/control/apiserver"
 	"github.com/isle-cluster/isle/control/wire"
+	"github.com/isle-cluster/isle/e2e/bench/benchkit"
 	"github.com/isle-cluster/isle/node/agent"
 	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
@@ -105,7 +106,7 @@ func (f *fleet) add(ctx context.Context, i int) (*hollow, error) {
 		reg = f.wire // the wire bytes are counted for the whole process
 	}
 	h.g, err = gossip.Start(gossip.Config{Meta: gossip.Meta{Name: h.name, Role: gossip.RoleAgent, Arch: runtime.GOARCH, Version: "hollow"},
-		Addr: h.addr, Key: cred.GossipKey, Logger: f.log, Registerer: reg})
+		Addr: h.addr, Key: cred.GossipKey, Logger: f.log, Registerer: reg, Uncompressed: true})
 	if err != nil {
 		return nil, fmt.Errorf("hollow %s: %w", h.name, err)
 	}
@@ -138,6 +139,63 @@ func (f *fleet) add(ctx context.Context, i int) (*hollow, error) {
 	f.boards = append(f.boards, h)
 	f.mu.Unlock()
 	return h, nil
+}
+
+// grow adds hollow boards until there are n, wave at a time: each wave's
+// Nodes Ready, and every board's gossip knowing every board alive, before
+// the next. 150 boards joining at once in one process (each new member
+// gossiped to every other by every other, on one machine's CPUs) starved
+// it: members missed their probes, were declared dead and came back, and
+// that churn was more gossip still. Boards of a real cluster join at the
+// pace of hands plugging them in.
+func (f *fleet) grow(ctx context.Context, admin kubernetes.Interface, n, wave int) error {
+	for have := len(f.boards); have < n; have = len(f.boards) {
+		k := min(wave, n-have)
+		var addErr error
+		benchkit.Parallel(ctx, k, 8, func(ctx context.Context, i int) {
+			if _, err := f.add(ctx, have+i); err != nil && addErr == nil {
+				addErr = err
+			}
+		})
+		if addErr != nil {
+			return addErr
+		}
+		if err := waitNodesReady(ctx, admin, have+k+3, 5*time.Minute); err != nil {
+			return err
+		}
+		if err := f.waitGossip(ctx, have+k+3, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitGossip waits until every board's gossip has want members alive.
+func (f *fleet) waitGossip(ctx context.Context, want int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		short := 0
+		for _, h := range f.boards {
+			alive := 0
+			for _, m := range h.g.Members() {
+				if m.State == gossip.Alive {
+					alive++
+				}
+			}
+			if alive < want {
+				short++
+			}
+		}
+		if short == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gossip: %d boards see fewer than %d members alive after %v", short, want, d)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // kill stops the board as a power cut would: no goodbye in gossip, its

@@ -10,7 +10,7 @@
 // writes again. Then the targets, with the cost per board and per pod as
 // slopes of the growth.
 //
-//	go run ./e2e/bench/scale -isle out/isle [-steps 10:300,50:1000,100:2000,250:5000] [-ops 200] [-idle 20s]
+//	go run ./e2e/bench/scale -isle out/isle [-steps 10:300,50:1000,100:2000,250:5000] [-ops 200] [-idle 20s] [-wave 25]
 //
 // It is a benchmark, not a test: it fails only when it cannot measure. On
 // a machine of few CPUs the hollow boards and the servers share them: the
@@ -47,6 +47,7 @@ type options struct {
 	ops   int
 	idle  time.Duration
 	kills int
+	wave  int
 	// cpuProfile and memProfile are where the bench process's own CPU
 	// profile (the whole run) and heap profile (after each size) go; "":
 	// none.
@@ -60,6 +61,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.ops, "ops", 200, "requests of each kind at each size (lists: a twentieth)")
 	fs.DurationVar(&o.idle, "idle", 20*time.Second, "how long the idle servers' CPU and the gossip are measured at each size")
 	fs.IntVar(&o.kills, "kills", 3, "hollow boards killed at the last size")
+	fs.IntVar(&o.wave, "wave", 25, "hollow boards joining at once; each wave's Nodes are Ready and its members known to every board before the next")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile (hollow boards and clients) of the whole run to `FILE`")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the bench process's heap profile to `FILE` after each size")
 	if err := o.Parse(fs, args); err != nil {
@@ -69,8 +71,8 @@ func parseFlags(args []string) (options, error) {
 	if o.steps, err = parseSteps(*steps); err != nil {
 		return o, err
 	}
-	if o.ops < 20 || o.idle < time.Second || o.kills < 0 {
-		return o, errors.New("flags: -ops must be at least 20, -idle at least 1s, -kills not negative")
+	if o.ops < 20 || o.idle < time.Second || o.kills < 0 || o.wave < 1 {
+		return o, errors.New("flags: -ops must be at least 20, -idle at least 1s, -kills not negative, -wave positive")
 	}
 	return o, nil
 }
@@ -127,8 +129,13 @@ func run(ctx context.Context, o options) (err error) {
 		// streams, gossip packets) plenty: at the default GOGC a third
 		// of the process's CPU went to collecting (pprof, 50 and 100
 		// boards). Collecting about a quarter as often gives most of it
-		// to the servers, for a few hundred MB more.
+		// to the servers, for a few hundred MB more; past 2 GiB the
+		// collector works harder again rather than take the machine's
+		// memory.
 		debug.SetGCPercent(400)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(2 << 30)
+		}
 	}
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
@@ -216,17 +223,7 @@ func run(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return err
 		}
-		have := len(f.boards)
-		var addErr error
-		benchkit.Parallel(ctx, st.boards-have, 8, func(ctx context.Context, i int) {
-			if _, err := f.add(ctx, have+i); err != nil && addErr == nil {
-				addErr = err
-			}
-		})
-		if addErr != nil {
-			return addErr
-		}
-		if err := waitNodesReady(ctx, admin, st.boards+3, 5*time.Minute); err != nil {
+		if err := f.grow(ctx, admin, st.boards, o.wave); err != nil {
 			return err
 		}
 		r.joined = time.Since(began)
