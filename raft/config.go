@@ -34,25 +34,28 @@ type Config struct {
 	// Default 100000.
 	SnapshotEntries uint64
 	// SnapshotBytes takes a snapshot after this many bytes of applied
-	// entries, or after as many bytes as the last snapshot had if that is
-	// more. Default 16 MiB. The in-memory log is bounded by the larger of
-	// the two, plus the catch-up entries.
+	// entries (or CatchUpBytes, if fewer), and is the least a snapshot file
+	// waits for (see SnapshotFileRatio). Default 16 MiB.
 	SnapshotBytes uint64
 	// SnapshotFileRatio decides which snapshots are written to a file. A
 	// snapshot is written when SnapshotEntries entries were applied since
 	// the last file, or more entry bytes than both SnapshotBytes and this
 	// many times the last file's size; the others are kept in memory only,
-	// where they bound the in-memory log and serve lagging members as a
-	// file would. A file costs its size in disk writes (on SD cards: wear)
-	// and lets the WAL before it go: with ratio R, snapshot files add at
-	// most 1/R to the bytes the WAL writes on a large store (instead of
-	// as much again), and a restart replays at most R times the store's
-	// size of entries from the WAL. Default 4.
+	// as a copy-on-write clone of the store encoded only when a lagging
+	// member needs it, where they bound the in-memory log and serve lagging
+	// members as a file would. A file costs its size in disk writes (on SD
+	// cards: wear) and lets the WAL before it go: with ratio R, snapshot
+	// files add at most 1/R to the bytes the WAL writes on a large store
+	// (instead of as much again), and a restart replays at most R times the
+	// store's size of entries from the WAL. Default 4.
 	SnapshotFileRatio uint64
 	// CatchUpEntries is how many entries are kept in memory behind a
-	// snapshot for slow followers, at most. Default 5000.
+	// snapshot for slow followers, at most. Default 1000.
 	CatchUpEntries uint64
-	// CatchUpBytes bounds the bytes of those entries. Default 32 MiB.
+	// CatchUpBytes bounds the bytes of those entries, and of the entries
+	// applied between two snapshots: the in-memory log holds about twice
+	// this at most. A follower further behind gets a snapshot. Default
+	// 4 MiB.
 	CatchUpBytes uint64
 	// WALSegmentSize is the WAL's segment size. Default: the WAL's own.
 	WALSegmentSize int64
@@ -104,10 +107,10 @@ func (c *Config) validate() error {
 		c.SnapshotFileRatio = 4
 	}
 	if c.CatchUpEntries == 0 {
-		c.CatchUpEntries = 5000
+		c.CatchUpEntries = 1000
 	}
 	if c.CatchUpBytes == 0 {
-		c.CatchUpBytes = 32 << 20
+		c.CatchUpBytes = 4 << 20
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}

@@ -283,15 +283,17 @@ func (n *Node) publishMembers() {
 	n.statusMu.Unlock()
 }
 
-// maybeSnapshot starts a snapshot once enough has been applied since the
-// last one: SnapshotEntries entries, or more entry bytes than both
-// SnapshotBytes and the last snapshot's size (so that on a large store the
-// snapshot's cost stays proportional to what was written).
+// maybeSnapshot takes a snapshot once enough has been applied since the
+// last one: SnapshotEntries entries, or more entry bytes than
+// SnapshotBytes or CatchUpBytes. One kept in memory costs a copy-on-write
+// clone of the store and lets the log before it go, so the catch-up bound
+// also bounds what is applied between two: the in-memory log holds at most
+// about twice CatchUpBytes.
 func (n *Node) maybeSnapshot() {
 	if n.snapInFlight || n.applied <= n.snapIndex {
 		return
 	}
-	if n.applied-n.snapIndex < n.cfg.SnapshotEntries && n.bytesSince < max(n.cfg.SnapshotBytes, n.lastSnapSize) {
+	if n.applied-n.snapIndex < n.cfg.SnapshotEntries && n.bytesSince < min(n.cfg.SnapshotBytes, n.cfg.CatchUpBytes) {
 		return
 	}
 	n.startSnapshot()
@@ -304,9 +306,23 @@ func (n *Node) toFile() bool {
 		n.fileBytes >= max(n.cfg.SnapshotBytes, n.cfg.SnapshotFileRatio*n.lastFileSize)
 }
 
+// snapshotTaken is a snapshot for finishSnapshot: the state frozen at its
+// index and, if it went to a file, its encoded size.
+type snapshotTaken struct {
+	meta     raftpb.SnapshotMetadata
+	frozen   *kv.Frozen
+	members  []byte
+	file     bool
+	size     uint64 // bytes of the file
+	start    time.Time
+	encoding time.Duration
+}
+
 // startSnapshot freezes the state at the applied index (cheap: the B-tree
-// is cloned copy-on-write) and encodes (and, if toFile, writes) it on
-// another goroutine, so the Ready loop never waits for a large snapshot.
+// is cloned copy-on-write). Memory keeps the frozen state, not its
+// encoding (see logStorage); a snapshot that goes to a file is encoded
+// and written on another goroutine, so the Ready loop never waits for a
+// large snapshot.
 func (n *Node) startSnapshot() {
 	index := n.applied
 	term, err := n.storage.Term(index)
@@ -324,25 +340,25 @@ func (n *Node) startSnapshot() {
 		n.log.Warn("raft: snapshot skipped", "index", index, "err", err)
 		return
 	}
-	frozen := n.kv.Freeze()
-	file := n.toFile()
-	n.snapInFlight, n.bytesSince = true, 0
-	if file {
-		n.fileBytes = 0
+	t := snapshotTaken{meta: raftpb.SnapshotMetadata{Index: index, Term: term, ConfState: cs},
+		frozen: n.kv.Freeze(), members: members, file: n.toFile(), start: time.Now()}
+	n.bytesSince = 0
+	if !t.file {
+		n.finishSnapshot(t, nil)
+		return
 	}
-	start := time.Now()
+	n.snapInFlight, n.fileBytes = true, 0
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
-		snap := raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: index, Term: term, ConfState: cs}}
-		kvData, err := frozen.Encode()
+		kvData, err := t.frozen.Encode()
 		if err == nil {
-			snap.Data = encodeSnapshot(members, kvData)
-			if file {
-				err = n.snaps.Save(snap)
-			}
+			snap := raftpb.Snapshot{Metadata: t.meta, Data: encodeSnapshot(t.members, kvData)}
+			t.size = uint64(len(snap.Data))
+			err = n.snaps.Save(snap)
 		}
-		n.control(func() { n.finishSnapshot(snap, file, err, start) })
+		t.encoding = time.Since(t.start)
+		n.control(func() { n.finishSnapshot(t, err) })
 	}()
 }
 
@@ -372,12 +388,14 @@ func (n *Node) catchUpCompaction(index uint64) uint64 {
 	return upTo
 }
 
-// finishSnapshot installs an encoded snapshot in memory and compacts the
-// in-memory log; a snapshot written to a file is also recorded in the WAL,
-// and WAL segments and old snapshot files are released.
-func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start time.Time) {
-	n.snapInFlight = false
-	index := snap.Metadata.Index
+// finishSnapshot makes a snapshot taken the newest in memory and compacts
+// the in-memory log; a snapshot written to a file is also recorded in the
+// WAL, and WAL segments and old snapshot files are released.
+func (n *Node) finishSnapshot(t snapshotTaken, err error) {
+	if t.file {
+		n.snapInFlight = false
+	}
+	index := t.meta.Index
 	if err != nil {
 		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
 		return
@@ -385,22 +403,22 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start 
 	if index <= n.snapIndex {
 		return // a newer snapshot arrived from the leader meanwhile
 	}
-	if _, err := n.storage.CreateSnapshot(index, &snap.Metadata.ConfState, snap.Data); err != nil {
+	if err := n.storage.createSnapshot(index, &t.meta.ConfState, t.frozen, t.members); err != nil {
 		if errors.Is(err, etcdraft.ErrSnapOutOfDate) {
 			return
 		}
 		n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
 		return
 	}
-	if file {
-		if err := n.wal.SaveSnapshot(snap.Metadata); err != nil {
+	if t.file {
+		if err := n.wal.SaveSnapshot(t.meta); err != nil {
 			n.fail(fmt.Errorf("raft: snapshot at %d: %w", index, err))
 			return
 		}
-		n.fileIndex, n.lastFileSize = index, uint64(len(snap.Data))
-		n.metrics.snapshotFileBytes.Add(float64(len(snap.Data)))
+		n.fileIndex, n.lastFileSize = index, t.size
+		n.metrics.snapshotFileBytes.Add(float64(t.size))
 	}
-	n.snapIndex, n.lastSnapSize = index, uint64(len(snap.Data))
+	n.snapIndex = index
 	if upTo := n.catchUpCompaction(index); upTo > 0 {
 		if err := n.storage.Compact(upTo); err != nil && !errors.Is(err, etcdraft.ErrCompacted) {
 			n.fail(fmt.Errorf("raft: compact log: %w", err))
@@ -408,9 +426,8 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start 
 		}
 	}
 	n.metrics.snapshots.Inc()
-	if !file {
-		n.log.Info("raft: snapshot taken in memory", "index", index, "bytes", len(snap.Data), "took", time.Since(start),
-			"file_index", n.fileIndex)
+	if !t.file {
+		n.log.Debug("raft: snapshot taken in memory", "index", index, "file_index", n.fileIndex)
 		return
 	}
 	if err := n.wal.ReleaseTo(index); err != nil {
@@ -420,7 +437,7 @@ func (n *Node) finishSnapshot(snap raftpb.Snapshot, file bool, err error, start 
 	if err := n.snaps.Purge(2); err != nil {
 		n.log.Warn("raft: purge old snapshots", "err", err)
 	}
-	n.log.Info("raft: snapshot taken", "index", index, "bytes", len(snap.Data), "took", time.Since(start))
+	n.log.Info("raft: snapshot taken", "index", index, "bytes", t.size, "took", t.encoding)
 }
 
 // freshenSnapshots replaces each snapshot sent to a member it does not

@@ -48,7 +48,7 @@ type Node struct {
 	metrics   *metrics
 
 	rn      *etcdraft.RawNode
-	storage *etcdraft.MemoryStorage
+	storage *logStorage
 	wal     *wal.WAL
 	snaps   *snap.Snapshotter
 	kv      *kv.Store
@@ -76,7 +76,6 @@ type Node struct {
 	ticks        uint64            // ticks since start
 	heard        map[uint64]uint64 // peer → tick of its last message
 	snapIndex    uint64            // newest snapshot, in memory and maybe in a file
-	lastSnapSize uint64
 	snapInFlight bool
 	bg           sync.WaitGroup // the snapshot writer
 	applied      uint64

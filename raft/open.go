@@ -119,7 +119,7 @@ func Open(cfg Config, boot Bootstrap) (*Node, error) {
 		id:        mf.MemberID,
 		clusterID: mf.ClusterID,
 		metrics:   newMetrics(cfg.Registerer),
-		storage:   etcdraft.NewMemoryStorage(),
+		storage:   newLogStorage(),
 		kv:        kv.New(cfg.KV),
 		members:   newMembership(),
 		pending:   map[uint64]*proposal{},
@@ -243,13 +243,19 @@ func (n *Node) installSnapshot(s raftpb.Snapshot) error {
 	if err := n.kv.Restore(kvData); err != nil {
 		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
 	}
-	if err := n.storage.ApplySnapshot(s); err != nil && !errors.Is(err, etcdraft.ErrSnapOutOfDate) {
+	// The member table is marshalled again rather than kept as a slice of
+	// s.Data, which would keep all of s.Data alive.
+	mj, err := ms.marshal()
+	if err != nil {
+		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
+	}
+	if err := n.storage.applySnapshot(s, n.kv.Freeze(), mj); err != nil && !errors.Is(err, etcdraft.ErrSnapOutOfDate) {
 		return fmt.Errorf("install snapshot %d: %w", s.Metadata.Index, err)
 	}
 	n.members = ms
 	n.confState = s.Metadata.ConfState
 	n.snapIndex, n.fileIndex = s.Metadata.Index, s.Metadata.Index
-	n.lastSnapSize, n.lastFileSize = uint64(len(s.Data)), uint64(len(s.Data))
+	n.lastFileSize = uint64(len(s.Data))
 	n.applied = s.Metadata.Index
 	n.bytesSince, n.fileBytes = 0, 0
 	n.publishApplied(n.applied)

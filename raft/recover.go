@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/isle-cluster/isle/raft/kv"
@@ -126,7 +125,7 @@ func (n *Node) forceNewCluster(st *wal.State, mf memberFile) error {
 	newTerm := st.HardState.Term + 1
 	hs := raftpb.HardState{Term: newTerm, Commit: commit}
 	drop := []raftpb.Entry{{Index: commit + 1, Term: newTerm, Type: raftpb.EntryNormal}}
-	n.storage = etcdraft.NewMemoryStorage()
+	n.storage = newLogStorage()
 	if err := n.writeSoleVoter(self, removed, kvData, commit, term, hs, drop); err != nil {
 		return fmt.Errorf("raft: open: force a new cluster: %w", err)
 	}

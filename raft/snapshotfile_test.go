@@ -1,7 +1,9 @@
 package raft_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +36,9 @@ func snapFileIndexes(t *testing.T, dir string) map[uint64]int64 {
 			t.Fatalf("snapshot file %s: %v", de.Name(), err)
 		}
 		fi, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // purged since the listing
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

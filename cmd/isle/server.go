@@ -104,7 +104,7 @@ ignored, so the same command line works after a reboot.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.memLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory, such as 128Mi (the garbage collector works harder near it, so that the server leaves the board's memory to its pods); auto: a quarter of the board's memory, unless GOMEMLIMIT is set; 0: none")
 	fl.Uint64Var(&f.snapshot.Entries, "snapshot-entries", 0, "snapshot the store after this many writes (0: 100000, or sooner by size)")
-	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 5000)")
+	fl.Uint64Var(&f.snapshot.CatchUpEntries, "snapshot-catchup-entries", 0, "writes kept in memory after a snapshot for slow servers (0: 1000)")
 	// For tests of certificate renewal only: lifetimes of minutes.
 	fl.DurationVar(&f.certValidity, "cert-validity", 0, "validity of the certificates this server issues (0: a year); for tests of their renewal")
 	_ = fl.MarkHidden("cert-validity")
