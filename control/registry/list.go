@@ -126,6 +126,13 @@ type ScanOption func(*scanConfig)
 
 type scanConfig struct {
 	noManagedFields bool
+	shared          bool // objects as watchers get them (see shared)
+}
+
+// asWatched makes Scan's objects the ones watchers share: a watch's
+// initial state, which its watcher may keep as its events' objects.
+func asWatched() ScanOption {
+	return func(c *scanConfig) { c.shared = true }
 }
 
 // WithoutManagedFields makes Scan's objects come without
@@ -187,7 +194,12 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 		if !sel.Labels.Empty() && !s.labelsMatch(v, sel.Labels) {
 			return true
 		}
-		obj, err := s.decode(r, v, cfg)
+		var obj runtime.Object
+		if cfg.shared && !cfg.noManagedFields {
+			obj, err = s.decodeShared(r, v)
+		} else {
+			obj, err = s.decode(r, v, cfg)
+		}
 		if err != nil {
 			ferr = err
 			return false

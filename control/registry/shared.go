@@ -1,26 +1,35 @@
 package registry
 
 import (
+	"reflect"
+	goruntime "runtime"
 	"sync"
+	"unsafe"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/isle-cluster/isle/raft/kv"
 )
 
-// sharedSize is how many decoded changes shared keeps: the changes of the
-// last moments, while every watcher of their kind takes them.
+// sharedSize is how many decoded changes shared keeps alive: the changes
+// of the last moments, while every watcher of their kind takes them.
 const sharedSize = 512
 
 // shared hands the watchers of a kind one decoded object per change: each
 // in-process watcher (the scheduler, the controllers) decoded every
 // change anew, and decoding was half the control plane's work while pods
-// were placed. The objects are shared: whoever receives them from a
-// watch must copy before changing them, as with an informer's.
+// were placed. It also keeps one decoded copy of each stored object in
+// memory, however many caches hold it: past the last sharedSize changes it
+// holds its objects weakly, so an object stays shared for as long as any
+// cache keeps it (the current state a watch starts with included), and
+// goes when the last one lets it go. The objects are shared: whoever
+// receives them from a watch must copy before changing them, as with an
+// informer's.
 type shared struct {
 	mu      sync.Mutex
-	entries map[sharedKey]runtime.Object
-	ring    [sharedSize]sharedKey
+	entries map[sharedKey]weakObject
+	ring    [sharedSize]runtime.Object // the newest, kept alive
 	next    int
 }
 
@@ -30,13 +39,31 @@ type sharedKey struct {
 	rev int64
 }
 
+// weakObject is a weak pointer to a decoded object. weak.Pointer needs the
+// pointer's type, which a runtime.Object hides: the object is held by its
+// address and its type is kept beside it to make it whole again.
+type weakObject struct {
+	typ reflect.Type // the type the object's pointer points to
+	ptr weak.Pointer[byte]
+}
+
+// object returns the object, or false once it has been collected.
+func (w weakObject) object() (runtime.Object, bool) {
+	p := w.ptr.Value()
+	if p == nil {
+		return nil, false
+	}
+	obj, ok := reflect.NewAt(w.typ, unsafe.Pointer(p)).Interface().(runtime.Object)
+	return obj, ok
+}
+
 // decodeShared decodes v as fromStore does, or returns the object a
 // watcher of r already decoded for it.
 func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error) {
 	k := sharedKey{r: r, key: string(v.Key), rev: v.ModRevision}
 	c := &s.shared
 	c.mu.Lock()
-	obj, ok := c.entries[k]
+	obj, ok := c.entries[k].object()
 	c.mu.Unlock()
 	if ok {
 		return obj, nil
@@ -47,14 +74,29 @@ func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if had, ok := c.entries[k].object(); ok {
+		return had, nil // decoded meanwhile by another watcher
+	}
 	if c.entries == nil {
-		c.entries = map[sharedKey]runtime.Object{}
+		c.entries = map[sharedKey]weakObject{}
 	}
-	if _, ok := c.entries[k]; !ok {
-		delete(c.entries, c.ring[c.next])
-		c.ring[c.next] = k
-		c.next = (c.next + 1) % sharedSize
-		c.entries[k] = obj
+	c.ring[c.next] = obj
+	c.next = (c.next + 1) % sharedSize
+	pv := reflect.ValueOf(obj)
+	if pv.Kind() != reflect.Pointer || pv.IsNil() {
+		return obj, nil // not shareable beyond the ring; never so for a stored object
 	}
-	return c.entries[k], nil
+	p := (*byte)(pv.UnsafePointer())
+	c.entries[k] = weakObject{typ: pv.Type().Elem(), ptr: weak.Make(p)}
+	goruntime.AddCleanup(p, c.forget, k)
+	return obj, nil
+}
+
+// forget drops the entry of a collected object.
+func (c *shared) forget(k sharedKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[k].object(); !ok {
+		delete(c.entries, k)
+	}
 }

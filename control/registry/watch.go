@@ -44,16 +44,18 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	if sendInitial || opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
 		// The current state first, as ADDED events (a watch-list stream
-		// when the client asked for sendInitialEvents).
-		list, err := s.List(ctx, r, ns, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, ResourceVersion: opts.ResourceVersion})
+		// when the client asked for sendInitialEvents), as the objects
+		// watchers share: not through a List, whose typed items would be
+		// copies.
+		lm, err := s.Scan(ctx, r, ns, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, ResourceVersion: opts.ResourceVersion},
+			func(obj runtime.Object) error {
+				initial = append(initial, obj)
+				return nil
+			}, asWatched())
 		if err != nil {
 			return nil, err
 		}
-		if initial, err = meta.ExtractList(list); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		lm, _ := meta.ListAccessor(list)
-		from, _ = strconv.ParseInt(lm.GetResourceVersion(), 10, 64)
+		from, _ = strconv.ParseInt(lm.ResourceVersion, 10, 64)
 	} else {
 		from, err = strconv.ParseInt(opts.ResourceVersion, 10, 64)
 		if err != nil || from < 0 {

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"fmt"
 	"net/http"
+	goruntime "runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -401,4 +402,23 @@ func TestWatchBookmarks(t *testing.T) {
 		t.Fatalf("watch without bookmarks: %s %s, want ADDED p", ev.Type, nameOf(ev.Object))
 	}
 	withBM.expect(watch.Added, "p")
+}
+
+// TestWatchInitialObjectsShared: watches that start from the current
+// state hand out one decoded object per stored object, as their later
+// events do, however many changes came since: each cache that keeps them
+// holds the same copy.
+func TestWatchInitialObjectsShared(t *testing.T) {
+	e := newEnv(t)
+	cms := e.cms(t)
+	e.create(t, cms, "default", newConfigMap("a", nil))
+	first := e.watch(t, cms, "default", metav1.ListOptions{}).expect(watch.Added, "a").Object
+	for i := range 600 { // past the 512 newest changes kept alive
+		e.create(t, cms, "default", newConfigMap(fmt.Sprintf("x%d", i), nil))
+	}
+	goruntime.GC()
+	second := e.watch(t, cms, "default", metav1.ListOptions{}).expect(watch.Added, "a").Object
+	if first != second {
+		t.Errorf("two watches decoded configMap a twice; want one shared object")
+	}
 }
