@@ -9,6 +9,8 @@ import (
 	"testing/iotest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/isle-cluster/isle/e2e/bench/benchkit"
 )
 
 func TestParseSteps(t *testing.T) {
@@ -89,5 +91,44 @@ func TestListMeta(t *testing.T) {
 	}
 	if _, err := listMeta(strings.NewReader(`{"kind":"Status"}`)); err == nil {
 		t.Fatal("listMeta of a Status: no error")
+	}
+}
+
+// TestReportJudgesMemoryAtItsSize: a memory target is judged at its own
+// size only; a run that stopped short of 250 boards says the 256 MiB
+// target was not measured instead of judging it by a smaller size.
+func TestReportJudgesMemoryAtItsSize(t *testing.T) {
+	at := func(boards, pods int, rss uint64) result {
+		r := result{step: step{boards: boards}, deployments: pods / replicasPer}
+		for i := range r.servers {
+			r.servers[i].rss = rss
+		}
+		return r
+	}
+	var b strings.Builder
+	report(&b, benchkit.Env{}, []result{at(10, 300, 100*mib), at(100, 2000, 200*mib)}, finalResults{})
+	line := func(prefix string) string {
+		for l := range strings.Lines(b.String()) {
+			if strings.HasPrefix(l, "| "+prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line %q in the report:\n%s", prefix, b.String())
+		return ""
+	}
+	for prefix, want := range map[string][]string{
+		"server RSS at 10 boards, 300 pods":   {"100.0 MiB", "≤ 64 MiB", "MISSED"},
+		"server RSS at 100 boards, 2000 pods": {"200.0 MiB"},
+		"server RSS at 250 boards, 5000 pods": {"n/a", "≤ 256 MiB"},
+	} {
+		l := line(prefix)
+		for _, w := range want {
+			if !strings.Contains(l, w) {
+				t.Errorf("%q lacks %q", l, w)
+			}
+		}
+		if prefix != "server RSS at 10 boards, 300 pods" && (strings.Contains(l, "holds") || strings.Contains(l, "MISSED")) {
+			t.Errorf("%q is judged; want no verdict at a size the target is not for", l)
+		}
 	}
 }
