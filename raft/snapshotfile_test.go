@@ -126,12 +126,22 @@ func TestSnapshotFilesEveryRatio(t *testing.T) {
 	}
 	// Memory holds what it held with every snapshot in a file: 8 KiB of
 	// entries and the catch-up ones, and what was applied while a snapshot
-	// was encoded and written on its own goroutine (under -race on a busy
-	// machine a file's fsync lets a few dozen entries through), never the
-	// 400 KiB written.
-	if logBytes > 96<<10 {
-		t.Errorf("up to %d bytes of entries in memory, want the 8 KiB between snapshots, 5 behind and those of one snapshot in flight", logBytes)
+	// was encoded and written on its own goroutine. That last part is
+	// bounded by time, not bytes (under -race on a busy machine a file's
+	// fsync has let 200 entries through): the peak is only held to less
+	// than most of the 400 KiB written, and once the last snapshot is done
+	// the log is back to its bound.
+	if logBytes > 300<<10 {
+		t.Errorf("up to %d bytes of entries in memory of the 400 KiB written: the log is not compacted", logBytes)
 	}
+	eventually(t, 10*time.Second, "the in-memory log back to 8 KiB between snapshots and 5 behind", func() bool {
+		st, err := n.Status(ctxT(t, time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logBytes = st.LogBytes
+		return logBytes <= 24<<10
+	})
 
 	c.Crash(id)
 	c.Restart(id)
