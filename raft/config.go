@@ -55,7 +55,9 @@ type Config struct {
 	// CatchUpBytes bounds the bytes of those entries, and of the entries
 	// applied between two snapshots: the in-memory log holds about twice
 	// this at most. A follower further behind gets a snapshot. Default
-	// 4 MiB.
+	// 2 MiB: on a board of 512 MiB every MiB counts, and a follower 2 MiB
+	// of entries behind (seconds of the busiest writes) catches up as fast
+	// from a snapshot.
 	CatchUpBytes uint64
 	// WALSegmentSize is the WAL's segment size. Default: the WAL's own.
 	WALSegmentSize int64
@@ -110,7 +112,7 @@ func (c *Config) validate() error {
 		c.CatchUpEntries = 1000
 	}
 	if c.CatchUpBytes == 0 {
-		c.CatchUpBytes = 4 << 20
+		c.CatchUpBytes = 2 << 20
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}

@@ -14,7 +14,7 @@ import (
 
 // sharedSize is how many decoded changes shared keeps alive: the changes
 // of the last moments, while every watcher of their kind takes them.
-const sharedSize = 512
+const sharedSize = 128
 
 // shared hands the watchers of a kind one decoded object per change: each
 // in-process watcher (the scheduler, the controllers) decoded every

@@ -122,7 +122,9 @@ type Options struct {
 	HistoryLimit int
 	// HistoryBytes additionally bounds the history by the key and value
 	// bytes of its events (what dominates its memory: 20000 events of 3 KiB
-	// objects would hold ~60 MiB); default 8 MiB, negative: no byte bound.
+	// objects would hold ~60 MiB); default 2 MiB, negative: no byte bound.
+	// A watch resumed from further back is answered 410 Gone and lists
+	// again, as a watch cache that no longer reaches its revision.
 	HistoryBytes int64
 	// DedupLimit is the number of request IDs remembered; default 10000.
 	DedupLimit int
@@ -136,7 +138,7 @@ type Options struct {
 // Defaults for Options.
 const (
 	DefaultHistoryLimit = 20000
-	DefaultHistoryBytes = 8 << 20
+	DefaultHistoryBytes = 2 << 20
 	DefaultDedupLimit   = 10000
 	DefaultWatchBuffer  = 64
 )
