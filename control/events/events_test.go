@@ -255,6 +255,42 @@ func TestEventAggregation(t *testing.T) {
 	}
 }
 
+// CacheSize bounds the Events the Broadcaster remembers, shared by its
+// writers (client-go's bound is per process): an Event forgotten is
+// stored anew the next time it comes instead of counted.
+func TestEventCacheSharedByWriters(t *testing.T) {
+	e, b := newEnv(t, events.Config{Writers: 2, CacheSize: 4}, true)
+	pod := e.pod(t, "p")
+	rec := b.Recorder("default-scheduler")
+	// All Events of one object go through one writer, which remembers 2.
+	for i, msg := range []string{"a", "b", "c", "a"} {
+		rec.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", msg)
+		eventually(t, "event stored", func() bool { return len(e.list(t, "reason=FailedScheduling")) >= min(i+1, 3) })
+	}
+	eventually(t, "a forgotten Event stored anew", func() bool {
+		n := 0
+		for _, ev := range e.list(t, "reason=FailedScheduling") {
+			if ev.Count != 1 {
+				t.Fatalf("event %q counted %d times: the writer remembered more than its share", ev.Message, ev.Count)
+			}
+			if ev.Message == "a" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	// Within its share a repeat is counted.
+	rec.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", "a")
+	eventually(t, "a remembered Event counted", func() bool {
+		for _, ev := range e.list(t, "reason=FailedScheduling") {
+			if ev.Message == "a" && ev.Count == 2 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func TestEventfNeverBlocks(t *testing.T) {
 	// Not running: nothing drains the queue of one.
 	e, b := newEnv(t, events.Config{Writers: 1, QueueSize: 2}, false)

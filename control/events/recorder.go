@@ -31,9 +31,9 @@ type Config struct {
 	// finds its writer's queue full is dropped. Default 1000 (client-go's
 	// maxQueuedEvents).
 	QueueSize int
-	// CacheSize bounds each writer's memory of the Events it has seen, for
-	// de-duplication and aggregation. Default 4096 (client-go's
-	// maxLruCacheEntries).
+	// CacheSize bounds the Broadcaster's memory of the Events it has seen,
+	// for de-duplication and aggregation: each writer remembers its share.
+	// Default 4096 (client-go's maxLruCacheEntries, which bounds a process's).
 	CacheSize int
 	// TTL is how long an Event lives after its last update. Default one
 	// hour (Kubernetes' --event-ttl).

@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"errors"
+	"hash/maphash"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,18 +30,26 @@ const (
 
 // writer correlates and writes the Events of its queue, one at a time: all
 // its state is its own.
+//
+// Its caches are keyed by the 64-bit hashes of their keys, and the
+// aggregation remembers the hashes of the messages: an entry is then a few
+// dozen bytes besides the Event it counts, where the keys (source,
+// object, reason, message) and a map of messages took about 1 KiB for
+// every Event of a pod.
 type writer struct {
 	b     *Broadcaster
 	queue <-chan *corev1.Event
-	// similar maps an aggregate key to the messages seen with it.
+	seed  maphash.Seed
+	// similar maps an aggregate key's hash to the messages seen with it.
 	similar *lru.Cache
-	// seen maps an Event key to the Event that stands for it.
+	// seen maps an Event key's hash to the Event that stands for it.
 	seen *lru.Cache
 }
 
-// similarRecord is what the aggregation remembers of one aggregate key.
+// similarRecord is what the aggregation remembers of one aggregate key:
+// the hashes of its latest different messages, aggregateMax at most.
 type similarRecord struct {
-	messages map[string]bool
+	messages []uint64
 	last     time.Time
 }
 
@@ -50,8 +60,11 @@ type seenEvent struct {
 	last   time.Time
 }
 
+// newWriter makes one of the Broadcaster's writers, with its share of
+// the CacheSize Events the Broadcaster remembers.
 func newWriter(b *Broadcaster, queue <-chan *corev1.Event) *writer {
-	return &writer{b: b, queue: queue, similar: lru.New(b.cfg.CacheSize), seen: lru.New(b.cfg.CacheSize)}
+	size := max(1, b.cfg.CacheSize/b.cfg.Writers)
+	return &writer{b: b, queue: queue, seed: maphash.MakeSeed(), similar: lru.New(size), seen: lru.New(size)}
 }
 
 func (w *writer) run(ctx context.Context) {
@@ -118,34 +131,35 @@ func (w *writer) correlate(ev *corev1.Event) *seenEvent {
 // aggregate returns the Event to record for ev and its key: ev itself,
 // keyed by everything that identifies it, or, once too many similar
 // Events came, a combined Event keyed by what they share.
-func (w *writer) aggregate(ev *corev1.Event, now time.Time) (*corev1.Event, string) {
+func (w *writer) aggregate(ev *corev1.Event, now time.Time) (*corev1.Event, uint64) {
 	akey := similarKey(ev)
+	ahash := maphash.String(w.seed, akey)
 	var rec *similarRecord
-	if v, ok := w.similar.Get(akey); ok {
+	if v, ok := w.similar.Get(ahash); ok {
 		rec = v.(*similarRecord)
 		if now.Sub(rec.last) > aggregateWindow {
 			rec = nil
 		}
 	}
 	if rec == nil {
-		rec = &similarRecord{messages: map[string]bool{}}
-		w.similar.Add(akey, rec)
+		rec = &similarRecord{}
+		w.similar.Add(ahash, rec)
 	}
 	rec.last = now
-	rec.messages[ev.Message] = true
+	msg := maphash.String(w.seed, ev.Message)
+	if !slices.Contains(rec.messages, msg) {
+		rec.messages = append(rec.messages, msg)
+	}
 	if len(rec.messages) < aggregateMax {
-		return ev, akey + "\x00" + ev.InvolvedObject.FieldPath + "\x00" + ev.Message
+		return ev, maphash.String(w.seed, akey+"\x00"+ev.InvolvedObject.FieldPath+"\x00"+ev.Message)
 	}
 	// Keep the set bounded: one message out for the one that came in.
-	for m := range rec.messages {
-		if m != ev.Message {
-			delete(rec.messages, m)
-			break
-		}
+	if i := slices.IndexFunc(rec.messages, func(m uint64) bool { return m != msg }); i >= 0 {
+		rec.messages = slices.Delete(rec.messages, i, i+1)
 	}
 	combined := w.b.newEvent(ev.InvolvedObject, ev.Source.Component, ev.Type, ev.Reason, aggregatePrefix+ev.Message)
 	combined.FirstTimestamp, combined.LastTimestamp = ev.LastTimestamp, ev.LastTimestamp
-	return combined, akey
+	return combined, ahash
 }
 
 // similarKey is what similar Events share: source, object, type and reason.
