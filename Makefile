@@ -153,7 +153,7 @@ bench-scheduler: setup build ## one isle server: 5,000 pending Pods placed on 10
 bench-map: setup build ## the island's map in headless Chromium, one isle server: API change → page updated (p50/p99), frame time while 100 pods change, the page's memory, the server's memory and CPU per open map (BOARDS=50 PODS=1000 MAPS=5)
 	$(GO) run ./e2e/bench/map -isle $(OUT)/isle -boards $(or $(BOARDS),50) -pods $(or $(PODS),1000) -maps $(or $(MAPS),5)
 
-# bench-scale's sizes, BOARDS:PODS; SCALEFLAGS: more flags (-cpuprofile FILE -memprofile FILE: the hollow process's profiles).
+# bench-scale's sizes, BOARDS:PODS; SCALEFLAGS: more flags (-cpuprofile FILE -memprofile FILE: the hollow process's profiles; -serverheaps DIR: each server's heap profile after each size).
 STEPS ?= 10:300,50:1000,100:2000,250:5000
 bench-scale: setup build ## three isle servers and hollow boards on loopback, grown 10/50/100/250 boards with 300/1,000/2,000/5,000 pods: API latencies, scheduling, servers' memory and CPU, bytes written per pod, gossip per board, board kill → NotReady, leader failover (STEPS=10:300,...)
 	$(GO) run ./e2e/bench/scale -isle $(OUT)/isle -steps $(STEPS) $(SCALEFLAGS)

@@ -50,8 +50,9 @@ type options struct {
 	wave  int
 	// cpuProfile and memProfile are where the bench process's own CPU
 	// profile (the whole run) and heap profile (after each size) go; "":
-	// none.
-	cpuProfile, memProfile string
+	// none. serverHeaps is the directory each server's heap profile goes
+	// to after each size (SERVER-BOARDS.heap); "": none.
+	cpuProfile, memProfile, serverHeaps string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -64,6 +65,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.wave, "wave", 25, "hollow boards joining at once; each wave's Nodes are Ready and its members known to every board before the next")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile (hollow boards and clients) of the whole run to `FILE`")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the bench process's heap profile to `FILE` after each size")
+	fs.StringVar(&o.serverHeaps, "serverheaps", "", "write each server's heap profile to `DIR`/SERVER-BOARDS.heap after each size")
 	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -273,6 +275,11 @@ func run(ctx context.Context, o options) (err error) {
 			"bench CPU idle", fmt.Sprintf("%.1f%%", 100*r.benchIdle), "bench RSS MiB", r.benchRSS/mib)
 		if o.memProfile != "" {
 			if err := writeHeapProfile(o.memProfile); err != nil {
+				return err
+			}
+		}
+		if o.serverHeaps != "" {
+			if err := writeServerHeaps(ctx, servers, o.serverHeaps, st.boards); err != nil {
 				return err
 			}
 		}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"time"
 
 	"github.com/isle-cluster/isle/e2e/bench/benchkit"
+	"github.com/isle-cluster/isle/e2e/bench/benchkit/isleserver"
 )
 
 // selfCPU is the CPU time the bench process (the hollow boards and the
@@ -50,6 +53,18 @@ func writeHeapProfile(path string) error {
 	runtime.GC() // the live heap, not what the last collection saw
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		return fmt.Errorf("heap profile: %w", err)
+	}
+	return nil
+}
+
+// writeServerHeaps writes each server's live heap profile into dir, named
+// for the server and the size.
+func writeServerHeaps(ctx context.Context, servers []*server, dir string, boards int) error {
+	for _, s := range servers {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.heap", s.name, boards))
+		if err := isleserver.WriteHeapProfile(ctx, s.adminSocket(), path); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	return nil
 }

@@ -199,26 +199,55 @@ func (s *Server) liveHeap(ctx context.Context) uint64 { return LiveHeap(ctx, s.a
 // collect its garbage and reads its HeapAlloc from pprof's text heap
 // profile: what the server holds. 0 if not served.
 func LiveHeap(ctx context.Context, adminSocket string) uint64 {
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", adminSocket)
-	}}}
-	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/debug/pprof/heap?gc=1&debug=1", nil)
+	body, err := heapProfile(ctx, adminSocket, "1")
 	if err != nil {
 		return 0
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
 	if m := heapAlloc.FindSubmatch(body); m != nil {
 		n, _ := strconv.ParseUint(string(m[1]), 10, 64)
 		return n
 	}
 	return 0
+}
+
+// WriteHeapProfile writes the live heap profile of the server of the
+// admin socket (started with --debug), for go tool pprof, to path.
+func WriteHeapProfile(ctx context.Context, adminSocket, path string) error {
+	body, err := heapProfile(ctx, adminSocket, "0")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return nil
+}
+
+// heapProfile collects the server's garbage and reads its heap profile
+// (debug "1": as text).
+func heapProfile(ctx context.Context, adminSocket, debug string) ([]byte, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", adminSocket)
+	}}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/debug/pprof/heap?gc=1&debug="+debug, nil)
+	if err != nil {
+		return nil, fmt.Errorf("heap profile: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("heap profile: %w", err)
+	}
+	return body, nil
 }
 
 var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
