@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -185,6 +186,7 @@ func runServer(ctx context.Context, f serverFlags) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	warnTokenArgument(os.Args, log)
+	tuneServerRuntime(f.debug)
 	if err := setMemoryLimit(f.memLimit, log); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -354,6 +356,30 @@ func resolveAddress(ctx context.Context, address *string, log *slog.Logger) erro
 func optionalAddr(s string) netip.Addr {
 	a, _ := netip.ParseAddr(s)
 	return a
+}
+
+// serverGCPercent is a server's GOGC, unless the GOGC variable sets one.
+// Go's default lets the heap grow by as much again as the last collection
+// found live before the next; a server collects once it has grown by
+// half. make bench-scale, the same build with GOGC 100 and 50, two runs
+// each: the leader at 10 boards and 300 pods (live heap ~25 MiB) holds 75
+// and 77 MiB resident against 60 and 65; at 100 boards and 2,000 pods the
+// largest server 184 and 189 against 150 and 156 MiB, for an idle leader
+// at 20.4% of a core against 22.4% (followers 2.2% against 2.7%) and 69
+// pods bound/s against 59 while the cluster grows.
+const serverGCPercent = 50
+
+// tuneServerRuntime sets the server's GOGC (serverGCPercent) unless the
+// GOGC variable has set one, and stops the runtime's heap profile unless
+// debug (only --debug serves /debug/pprof, and each allocation stack the
+// profile samples stays in memory for good).
+func tuneServerRuntime(debugging bool) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serverGCPercent)
+	}
+	if !debugging {
+		runtime.MemProfileRate = 0
+	}
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit as --memory-limit

