@@ -210,7 +210,7 @@ func (c *Controller) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if path == "" {
 		path = "/"
 	}
-	b := c.table.Load().route(requestHost(r.Host), path)
+	b := route(c.table.Load(), requestHost(r.Host), path)
 	if b == nil {
 		http.Error(sw, "404 page not found", http.StatusNotFound)
 		return

@@ -2,18 +2,17 @@ package ingress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // The fast path serves plain HTTP/1.1 requests on the HTTP listener in
@@ -157,20 +156,21 @@ func (s *fastServer) forget(fc *fastConn) {
 type fastConn struct {
 	s          *fastServer
 	conn       net.Conn
-	head       headReader
 	br         *bufio.Reader
 	bw         *bufio.Writer
+	req        reqHead // the request being served, in br's buffer
 	remoteAddr string
 	ip         string                 // the client's, for X-Forwarded-For; "" if unknown
 	port       string                 // the listener's, for X-Forwarded-Port
+	host       string                 // the last request's Host
+	hostKey    string                 // and requestHost of it
 	up         atomic.Pointer[upConn] // the endpoint's connection in use
 	idle       atomic.Bool            // waiting for a request
 }
 
 func newFastConn(s *fastServer, conn net.Conn) *fastConn {
 	fc := &fastConn{s: s, conn: conn, port: "80", remoteAddr: conn.RemoteAddr().String()}
-	fc.head.conn = conn
-	fc.br = bufio.NewReader(&fc.head)
+	fc.br = bufio.NewReader(conn)
 	fc.bw = bufio.NewWriter(conn)
 	if ip, _, err := net.SplitHostPort(fc.remoteAddr); err == nil {
 		fc.ip = ip
@@ -193,7 +193,8 @@ func (fc *fastConn) serve() {
 		}
 		// As with http.Server, a new connection's first request must
 		// come within headerTimeout, and a later one may take
-		// idleTimeout to begin.
+		// idleTimeout to begin (and headerTimeout from then on, see
+		// readHead).
 		if first {
 			_ = fc.conn.SetReadDeadline(time.Now().Add(s.headerTimeout))
 		} else {
@@ -203,34 +204,102 @@ func (fc *fastConn) serve() {
 			break
 		}
 		start := time.Now()
-		if !first {
-			_ = fc.conn.SetReadDeadline(start.Add(s.headerTimeout))
-		}
-		fc.head.record(fc.br)
-		req, err := http.ReadRequest(fc.br)
-		if err != nil && fc.head.err != nil && fc.head.err != errHeaderTooLarge {
+		state, err := fc.readHead(start, first)
+		if err != nil {
 			break // the client went away or timed out
 		}
-		if err != nil || !fast(req) {
+		if state == headLeave {
 			// http.Server answers what is malformed (400, 431) as it
-			// would have, and serves the rest.
+			// would have, and serves the rest. Nothing of the request
+			// was taken from br yet.
+			buffered, _ := fc.br.Peek(fc.br.Buffered())
 			s.forget(fc)
-			s.handoff.hand(&replayConn{Conn: fc.conn, replay: fc.head.stop()})
+			s.handoff.hand(&replayConn{Conn: fc.conn, replay: bytes.Clone(buffered)})
 			return
 		}
-		fc.head.stop()
-		if req.ContentLength > 0 {
+		if fc.req.length > 0 && fc.br.Buffered() < fc.req.size+int(fc.req.length) {
 			// The body may take longer than the header (http.Server
 			// does not bound it either); without a body the connection
 			// is not read again before the next deadline is set.
 			_ = fc.conn.SetReadDeadline(time.Time{})
 		}
-		req.RemoteAddr = fc.remoteAddr
-		if !s.c.serveFast(fc, req, start) {
+		if !s.c.serveFast(fc, start) {
 			break
 		}
 	}
 	_ = fc.conn.Close()
+}
+
+// readHead parses the header of the next request, which has begun to
+// arrive, into fc.req, reading until it is complete (within headerTimeout
+// of start) but leaving it in fc.br. It returns headLeave for a request
+// that is not for the fast path (with all that came of it still in
+// fc.br), and an error if the connection failed first.
+func (fc *fastConn) readHead(start time.Time, first bool) (headState, error) {
+	h := &fc.req
+	h.reset()
+	deadline := first // the header's is set
+	for {
+		buf, _ := fc.br.Peek(fc.br.Buffered())
+		if state := h.parse(buf); state != headMore {
+			return state, nil
+		}
+		if len(buf) == fc.br.Size() {
+			return headLeave, nil // a header larger than the fast path takes
+		}
+		if !deadline {
+			_ = fc.conn.SetReadDeadline(start.Add(fc.s.headerTimeout))
+			deadline = true
+		}
+		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
+			return headMore, err
+		}
+	}
+}
+
+// head returns the request's header, while it is in fc.br.
+func (fc *fastConn) head() []byte {
+	head, _ := fc.br.Peek(fc.req.size)
+	return head
+}
+
+// writeRequest writes the request to w as the endpoint gets it, the body
+// included, and flushes w.
+func (fc *fastConn) writeRequest(w *bufio.Writer) error {
+	h := &fc.req
+	writeRequestHead(w, fc.head(), h, fc.ip, fc.port)
+	if h.length > 0 {
+		// A request with a body is not sent twice (see mayRetry): its
+		// header may go.
+		_, _ = fc.br.Discard(h.size)
+		h.consumed = true
+		for h.bodyLeft = h.length; h.bodyLeft > 0; {
+			if fc.br.Buffered() == 0 {
+				if _, err := fc.br.Peek(1); err != nil {
+					return fmt.Errorf("read the request body: %w", err)
+				}
+			}
+			p, _ := fc.br.Peek(int(min(h.bodyLeft, int64(fc.br.Buffered()))))
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+			_, _ = fc.br.Discard(len(p))
+			h.bodyLeft -= int64(len(p))
+		}
+	}
+	return w.Flush()
+}
+
+// skipRequest takes what is left of the request from fc.br.
+func (fc *fastConn) skipRequest() error {
+	h := &fc.req
+	if !h.consumed {
+		_, _ = fc.br.Discard(h.size)
+		h.consumed, h.bodyLeft = true, h.length
+	}
+	n, err := fc.br.Discard(int(h.bodyLeft))
+	h.bodyLeft -= int64(n)
+	return err
 }
 
 // kill closes the client's connection and the endpoint's it uses.
@@ -251,63 +320,46 @@ func (fc *fastConn) use(uc *upConn) error {
 	return nil
 }
 
-// fast says whether the fast path serves req: a plain HTTP/1.1 request
-// in origin form with a valid Host (http.ReadRequest refuses several)
-// and a small body of known length. The others go to http.Server, which
-// answers a missing or bad Host with 400, and to ReverseProxy, which
-// handles upgrades, Expect: 100-continue and trailers.
-func fast(req *http.Request) bool {
-	h := req.Header
-	return req.ProtoMajor == 1 && req.ProtoMinor == 1 &&
-		req.Method != http.MethodConnect &&
-		strings.HasPrefix(req.RequestURI, "/") &&
-		req.Host != "" && httpguts.ValidHostHeader(req.Host) &&
-		req.TransferEncoding == nil && req.ContentLength >= 0 && req.ContentLength <= maxFastBody &&
-		h["Upgrade"] == nil && h["Expect"] == nil && h["Trailer"] == nil
-}
-
 // serveFast routes and answers a request of the fast path, counts it,
 // and says whether the connection may serve another.
-func (c *Controller) serveFast(fc *fastConn, req *http.Request, start time.Time) bool {
-	path := req.URL.Path
-	if path == "" {
-		path = "/"
+func (c *Controller) serveFast(fc *fastConn, start time.Time) bool {
+	h := &fc.req
+	head := fc.head()
+	if host := h.host.of(head); string(host) != fc.host {
+		fc.host = string(host)
+		fc.hostKey = requestHost(fc.host)
 	}
-	keep := !req.Close
+	keep := !h.close
 	var status int
-	switch b := c.table.Load().route(requestHost(req.Host), path); {
+	switch b := route(c.table.Load(), fc.hostKey, h.routePath(head)); {
 	case b == nil:
-		status, keep = fc.answer(req, http.StatusNotFound, "404 page not found", keep)
+		status, keep = fc.answer(http.StatusNotFound, "404 page not found", keep)
 	case b.unavailable != "":
-		status, keep = fc.answer(req, http.StatusServiceUnavailable, b.unavailable, keep)
+		status, keep = fc.answer(http.StatusServiceUnavailable, b.unavailable, keep)
 	default:
-		status, keep = b.proxyFast(c.baseCtx, fc, req, keep)
+		status, keep = b.proxyFast(c.baseCtx, fc, keep)
 	}
 	c.env.metrics.observe(status, time.Since(start))
 	return keep
 }
 
-// proxyFast sends req to the next endpoint in turn, passing by and trying
-// endpoints as RoundTrip does, and copies the response to the client. It
-// returns the response's status and whether the client's connection may
-// serve another request.
-func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request, keep bool) (int, bool) {
-	// Headers the client names in Connection go before the proxy's own
-	// are set, so that a client cannot remove those.
-	removeConnectionHeaders(req.Header)
-	setForwarded(req.Header, req.Header["X-Forwarded-For"], fc.ip, req.Host, "http", fc.port)
+// proxyFast sends the request to the next endpoint in turn, passing by
+// and trying endpoints as RoundTrip does, and copies the response to the
+// client. It returns the response's status and whether the client's
+// connection may serve another request.
+func (b *backend) proxyFast(ctx context.Context, fc *fastConn, keep bool) (int, bool) {
 	var uc *upConn
 	err := b.connect(ctx, func(ep *endpoint) error {
 		var err error
 		uc, err = ep.take(ctx)
 		return err
 	})
-	var resp *http.Response
+	var resp *http.Response // if the fast path does not read the response
 	if err == nil {
 		if err = fc.use(uc); err == nil {
-			resp, err = uc.send(req, fc.writeInfo)
+			resp, err = uc.send(fc)
 		}
-		if err != nil && uc.mayRetry(req) {
+		if err != nil && uc.mayRetry(fc.req.method, fc.req.length) {
 			// The endpoint closed the idle connection as the request
 			// went out; a new connection gets it.
 			b.env.log.Debug("ingress: idle connection to endpoint failed, trying a new one", "backend", b.name, "endpoint", uc.ep.addr, "err", err)
@@ -315,7 +367,7 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 			ep := uc.ep
 			if uc, err = ep.dialConn(ctx); err == nil {
 				if err = fc.use(uc); err == nil {
-					resp, err = uc.send(req, fc.writeInfo)
+					resp, err = uc.send(fc)
 				}
 			}
 		}
@@ -325,12 +377,20 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 			_ = uc.conn.Close()
 		}
 		fc.up.Store(nil)
-		return fc.answer(req, http.StatusBadGateway, b.failure(ctx, err), keep)
+		return fc.answer(http.StatusBadGateway, b.failure(ctx, err), keep)
 	}
 	if uc.ep.health.ok() {
 		b.env.log.Info("ingress: endpoint answers again", "backend", b.name, "endpoint", uc.ep.addr)
 	}
-	upOK, clientOK := fc.writeResponse(req, resp, keep, b.env.buffers)
+	var status int
+	var upOK, clientOK bool
+	if resp == nil {
+		status = uc.resp.status
+		upOK, clientOK = fc.writeFastResponse(uc, keep, b.env.buffers)
+	} else {
+		status = resp.StatusCode
+		upOK, clientOK = fc.writeResponse(resp, keep, b.env.buffers)
+	}
 	fc.up.Store(nil)
 	if upOK && uc.br.Buffered() == 0 {
 		// Bytes after the response would be taken for the next one's.
@@ -338,7 +398,10 @@ func (b *backend) proxyFast(ctx context.Context, fc *fastConn, req *http.Request
 	} else {
 		_ = uc.conn.Close()
 	}
-	return resp.StatusCode, clientOK
+	if clientOK && fc.skipRequest() != nil {
+		clientOK = false
+	}
+	return status, clientOK
 }
 
 // writeInfo passes a 1xx response (103 Early Hints, say) to the client.
@@ -350,12 +413,76 @@ func (fc *fastConn) writeInfo(resp *http.Response) error {
 	return fc.bw.Flush()
 }
 
-// writeResponse writes resp to the client, copying its body as it comes
-// with Content-Length, or chunked when the length is unknown (each chunk
-// flushed, as ReverseProxy does), and closes the body. It says whether
-// the endpoint's connection (the body read to its end) and the client's
-// (if keep) may serve further requests.
-func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep bool, buffers bufferPool) (upOK, clientOK bool) {
+// writeFastResponse writes the response of uc that the fast path parsed
+// (uc.resp) to the client, copying its body of Content-Length bytes. It
+// says whether the endpoint's connection (the body read to its end) and
+// the client's (if keep) may serve further requests.
+func (fc *fastConn) writeFastResponse(uc *upConn, keep bool, buffers bufferPool) (upOK, clientOK bool) {
+	keep = keep && !fc.s.closing.Load()
+	h := &uc.resp
+	head, _ := uc.br.Peek(h.size)
+	w := fc.bw
+	writeStatusLine(w, h.status)
+	date := false
+	for _, f := range h.fields {
+		if h.passed(head, f) {
+			date = date || f.kind == kindDate
+			writeField(w, f.name.of(head), f.value.of(head))
+		}
+	}
+	if !date {
+		writeDate(w, nil)
+	}
+	method := fc.req.method
+	bodiless := h.bodiless(method)
+	if !bodiless || method == http.MethodHead && h.length >= 0 {
+		writeContentLength(w, h.length)
+	}
+	if !keep {
+		_, _ = w.WriteString("Connection: close\r\n")
+	}
+	_, _ = w.WriteString("\r\n")
+	_, _ = uc.br.Discard(h.size)
+	if !bodiless && h.length > 0 {
+		if !copyBody(w, uc.br, h.length, buffers) {
+			return false, false
+		}
+	}
+	return !h.close, w.Flush() == nil && keep
+}
+
+// copyBody copies a body of n bytes from r to the client's w. If either
+// side fails, it passes on what came and says false: the client's
+// connection is to be cut, so that it sees the answer is incomplete.
+func copyBody(w *bufio.Writer, r *bufio.Reader, n int64, buffers bufferPool) bool {
+	if int64(r.Buffered()) >= n {
+		p, _ := r.Peek(int(n))
+		_, err := w.Write(p)
+		_, _ = r.Discard(int(n))
+		return err == nil
+	}
+	buf := buffers.Get()
+	defer buffers.Put(buf)
+	for n > 0 {
+		m, err := r.Read(buf[:min(n, int64(len(buf)))])
+		if _, werr := w.Write(buf[:m]); werr != nil {
+			return false
+		}
+		n -= int64(m)
+		if err != nil && n > 0 {
+			_ = w.Flush()
+			return false
+		}
+	}
+	return true
+}
+
+// writeResponse writes resp, which http.ReadResponse read, to the client,
+// copying its body as it comes with Content-Length, or chunked when the
+// length is unknown (each chunk flushed, as ReverseProxy does), and
+// closes the body. It says whether the endpoint's connection (the body
+// read to its end) and the client's (if keep) may serve further requests.
+func (fc *fastConn) writeResponse(resp *http.Response, keep bool, buffers bufferPool) (upOK, clientOK bool) {
 	defer resp.Body.Close()
 	keep = keep && !fc.s.closing.Load()
 	w := fc.bw
@@ -374,11 +501,12 @@ func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep b
 		}
 		_, _ = w.WriteString("\r\n")
 	}
-	bodiless := req.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified
+	method := fc.req.method
+	bodiless := method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified
 	chunked := false
 	switch {
 	case bodiless:
-		if req.Method == http.MethodHead && resp.ContentLength >= 0 {
+		if method == http.MethodHead && resp.ContentLength >= 0 {
 			writeContentLength(w, resp.ContentLength)
 		}
 	case resp.ContentLength >= 0:
@@ -431,12 +559,12 @@ func (fc *fastConn) writeResponse(req *http.Request, resp *http.Response, keep b
 	return !resp.Close, w.Flush() == nil && keep
 }
 
-// answer drains req's body and answers it with code and, unless msg is
-// empty, a plain text body as http.Error writes it. It returns code and
-// whether the connection may serve another request.
-func (fc *fastConn) answer(req *http.Request, code int, msg string, keep bool) (int, bool) {
+// answer takes the request's body and answers it with code and, unless
+// msg is empty, a plain text body as http.Error writes it. It returns
+// code and whether the connection may serve another request.
+func (fc *fastConn) answer(code int, msg string, keep bool) (int, bool) {
 	keep = keep && !fc.s.closing.Load()
-	if _, err := io.Copy(io.Discard, req.Body); err != nil {
+	if err := fc.skipRequest(); err != nil {
 		keep = false
 	}
 	w := fc.bw
@@ -451,62 +579,13 @@ func (fc *fastConn) answer(req *http.Request, code int, msg string, keep bool) (
 		_, _ = w.WriteString("Connection: close\r\n")
 	}
 	_, _ = w.WriteString("\r\n")
-	if req.Method != http.MethodHead {
+	if fc.req.method != http.MethodHead {
 		_, _ = w.WriteString(msg)
 	}
 	if w.Flush() != nil {
 		keep = false
 	}
 	return code, keep
-}
-
-// errHeaderTooLarge is a request header over maxHeaderBytes.
-var errHeaderTooLarge = errors.New("request header too large")
-
-// headReader is what a client connection's bufio.Reader reads from.
-// While a request's header is read, it records the bytes (for a hand-over
-// to http.Server to replay) and bounds them.
-type headReader struct {
-	conn      net.Conn
-	recording bool
-	rec       []byte // read since the request began
-	left      int    // bytes the header may still take
-	err       error  // the last error of the connection while recording
-}
-
-// record starts recording a request that begins with what br buffers.
-func (h *headReader) record(br *bufio.Reader) {
-	buffered, _ := br.Peek(br.Buffered())
-	if cap(h.rec) > 16<<10 {
-		h.rec = nil // an unusually large header's: not kept for the connection's life
-	}
-	h.rec = append(h.rec[:0], buffered...)
-	h.recording = true
-	h.left = maxHeaderBytes + 4<<10 - len(buffered)
-	h.err = nil
-}
-
-// stop ends the recording and returns what was recorded.
-func (h *headReader) stop() []byte {
-	h.recording = false
-	return h.rec
-}
-
-func (h *headReader) Read(p []byte) (int, error) {
-	if !h.recording {
-		return h.conn.Read(p)
-	}
-	if h.left <= 0 {
-		h.err = errHeaderTooLarge
-		return 0, h.err
-	}
-	n, err := h.conn.Read(p[:min(len(p), h.left)])
-	h.left -= n
-	h.rec = append(h.rec, p[:n]...)
-	if err != nil {
-		h.err = err
-	}
-	return n, err
 }
 
 // replayConn is a connection handed over to http.Server: it reads the

@@ -506,3 +506,115 @@ func TestFastCloseCutsStuckRequests(t *testing.T) {
 		t.Error("the client's connection is still open after Close")
 	}
 }
+
+// echoBackend answers with the request's method, target, body length and
+// Transfer-Encoding, the fields named in its X-Show field, and its body.
+func echoBackend(t testing.TB) *httptest.Server {
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %d %q", r.Method, r.RequestURI, r.ContentLength, r.TransferEncoding)
+		for _, k := range r.Header.Values("X-Show") {
+			fmt.Fprintf(w, " %s=%q", k, r.Header.Values(k))
+		}
+		fmt.Fprintf(w, " %s", body)
+	}))
+	t.Cleanup(be.Close)
+	return be
+}
+
+func TestFastLeavesToHTTPServer(t *testing.T) {
+	c := newController(t, nil)
+	c.Update(webSnapshot(t, addr(echoBackend(t))))
+	large := strings.Repeat("x", 8<<10) // over the fast path's buffer, within http.Server's limit
+	for _, tc := range []struct{ name, req, want string }{
+		{"obs-fold", "GET /f HTTP/1.1\r\nHost: a\r\nX-Show: X-Fold\r\nX-Fold: 1\r\n 2\r\n\r\n", `GET /f 0 [] X-Fold=["1 2"] `},
+		{"bare LF", "GET /lf HTTP/1.1\nHost: a\n\n", `GET /lf 0 [] `},
+		{"chunked with length", "POST /c HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", `POST /c -1 ["chunked"] hello`},
+		{"equal lengths", "POST /l HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", `POST /l 2 [] ok`},
+		{"large header", "GET /h HTTP/1.1\r\nHost: a\r\nX-Show: X-Large\r\nX-Large: " + large + "\r\n\r\n", `GET /h 0 [] X-Large=["` + large + `"] `},
+		{"absolute form", "GET http://a/abs HTTP/1.1\r\nHost: a\r\n\r\n", `GET /abs 0 [] `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, c)
+			if resp, body := rc.do(tc.req); resp.StatusCode != 200 || body != tc.want {
+				t.Errorf("got %d %q, want 200 %q", resp.StatusCode, body, tc.want)
+			}
+			// The connection went to http.Server, which serves what
+			// follows, as a request of its own.
+			if resp, body := rc.do("GET /next HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 200 || body != `GET /next 0 [] ` {
+				t.Errorf("next request: got %d %q", resp.StatusCode, body)
+			}
+			waitFor(t, "the connection handed over", func() bool { return fastConns(c) == 0 })
+		})
+	}
+}
+
+func TestFastRequestFields(t *testing.T) {
+	c := newController(t, nil)
+	c.Update(webSnapshot(t, addr(echoBackend(t))))
+	const show = "X-Show: X-Forwarded-For\r\nX-Show: X-Forwarded-Host\r\nX-Show: X-Forwarded-Proto\r\nX-Show: X-Real-Ip\r\nX-Show: Cache-Control\r\nX-Show: X-Multi\r\nX-Show: Te\r\n"
+	for _, tc := range []struct{ name, fields, want string }{
+		{"forwarded", "X-Forwarded-For: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2, 10.0.0.3\r\nX-Forwarded-Host: evil\r\nX-Real-IP: evil\r\n",
+			`X-Forwarded-For=["10.0.0.1, 10.0.0.2, 10.0.0.3, 127.0.0.1"] X-Forwarded-Host=["a:80"] X-Forwarded-Proto=["http"] X-Real-Ip=["127.0.0.1"] Cache-Control=[] X-Multi=[] Te=[]`},
+		{"forwarded named in Connection", "Connection: x-forwarded-for\r\nX-Forwarded-For: 10.0.0.1\r\n",
+			`X-Forwarded-For=["127.0.0.1"] X-Forwarded-Host=["a:80"] X-Forwarded-Proto=["http"] X-Real-Ip=["127.0.0.1"] Cache-Control=[] X-Multi=[] Te=[]`},
+		{"pragma", "Pragma: no-cache\r\nX-Multi: 1\r\nx-multi: 2\r\nTE: gzip, Trailers\r\n",
+			`X-Forwarded-For=["127.0.0.1"] X-Forwarded-Host=["a:80"] X-Forwarded-Proto=["http"] X-Real-Ip=["127.0.0.1"] Cache-Control=["no-cache"] X-Multi=["1" "2"] Te=["trailers"]`},
+		{"pragma and cache control", "Pragma: no-cache\r\nCache-Control: max-age=5\r\nTE: trailers\r\nConnection: te\r\n",
+			`X-Forwarded-For=["127.0.0.1"] X-Forwarded-Host=["a:80"] X-Forwarded-Proto=["http"] X-Real-Ip=["127.0.0.1"] Cache-Control=["max-age=5"] X-Multi=[] Te=[]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, c)
+			resp, body := rc.do("GET /%61?q HTTP/1.1\r\nHost: a:80\r\n" + show + tc.fields + "\r\n")
+			if want := "GET /%61?q 0 [] " + tc.want + " "; resp.StatusCode != 200 || body != want {
+				t.Errorf("the endpoint got\n%s\nwant\n%s", body, want)
+			}
+			if n := fastConns(c); n != 1 {
+				t.Errorf("connections on the fast path: %d, want 1", n)
+			}
+		})
+	}
+}
+
+func TestFastResponsesLeftToNetHTTP(t *testing.T) {
+	c := newController(t, nil)
+	a, _ := rawBackend(t, func(conn net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			switch req.URL.Path {
+			case "/until-close":
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\n\r\nall of it")
+				return
+			case "/fold":
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Fold: 1\r\n 2\r\nContent-Length: 2\r\n\r\nok")
+			case "/two-lengths":
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok")
+				return
+			case "/http10":
+				_, _ = io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				return
+			}
+		}
+	})
+	c.Update(webSnapshot(t, a))
+	rc := dialRaw(t, c)
+	resp, body := rc.do("GET /until-close HTTP/1.1\r\nHost: a\r\n\r\n")
+	if resp.StatusCode != 200 || body != "all of it" || resp.ContentLength != -1 {
+		t.Errorf("a body until close: got %d %q, length %d, want it chunked", resp.StatusCode, body, resp.ContentLength)
+	}
+	if resp, body := rc.do("GET /fold HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 200 || body != "ok" || resp.Header.Get("X-Fold") != "1 2" {
+		t.Errorf("a folded field: got %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if resp, _ := rc.do("GET /two-lengths HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("two Content-Lengths: got %d, want 502", resp.StatusCode)
+	}
+	if resp, body := rc.do("GET /http10 HTTP/1.1\r\nHost: a\r\n\r\n"); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("an HTTP/1.0 response: got %d %q", resp.StatusCode, body)
+	}
+	if n := fastConns(c); n != 1 {
+		t.Errorf("connections on the fast path: %d, want 1", n)
+	}
+}

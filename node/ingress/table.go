@@ -24,22 +24,23 @@ type routes struct {
 }
 
 // route returns the backend of a request for host (lower case, without
-// port) and URL path, or nil for none.
-func (t *table) route(host, path string) *backend {
+// port) and URL path in table t, or nil for none. The fast path passes
+// the path as it lies in the connection's buffer.
+func route[P string | []byte](t *table, host string, path P) *backend {
 	if r := t.exact[host]; r != nil {
-		if b := r.match(path); b != nil {
+		if b := match(r, path); b != nil {
 			return b
 		}
 	}
 	if suffix, ok := wildcardSuffix(host); ok {
 		if r := t.wildcard[suffix]; r != nil {
-			if b := r.match(path); b != nil {
+			if b := match(r, path); b != nil {
 				return b
 			}
 		}
 	}
 	if t.anyHost != nil {
-		if b := t.anyHost.match(path); b != nil {
+		if b := match(t.anyHost, path); b != nil {
 			return b
 		}
 	}
@@ -68,24 +69,28 @@ func wildcardSuffix(host string) (string, bool) {
 	return host[i+1:], true
 }
 
-// match returns the backend of path: an Exact path, else the longest
-// Prefix path, matched element by element.
-func (r *routes) match(path string) *backend {
-	if b := r.exact[path]; b != nil {
+// match returns the backend of path in r: an Exact path, else the
+// longest Prefix path, matched element by element. (Indexing a map with
+// string(path) does not copy path.)
+func match[P string | []byte](r *routes, path P) *backend {
+	if b := r.exact[string(path)]; b != nil {
 		return b
 	}
 	if len(r.prefix) == 0 {
 		return nil
 	}
-	p := strings.TrimRight(path, "/")
+	p := path
+	for len(p) > 0 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
 	for {
-		if b := r.prefix[p]; b != nil {
+		if b := r.prefix[string(p)]; b != nil {
 			return b
 		}
-		if p == "" {
-			return nil
+		i := len(p) - 1
+		for i >= 0 && p[i] != '/' {
+			i--
 		}
-		i := strings.LastIndexByte(p, '/')
 		if i < 0 {
 			return nil
 		}

@@ -21,7 +21,7 @@ func buildTable(t *testing.T, s Snapshot) (*table, []string) {
 // routeName returns the name of the backend a request goes to, "404" for
 // none.
 func routeName(tb *table, host, path string) string {
-	b := tb.route(requestHost(host), path)
+	b := route(tb, requestHost(host), path)
 	if b == nil {
 		return "404"
 	}
@@ -218,7 +218,7 @@ func TestProblemsSkipOnlyTheBadParts(t *testing.T) {
 			t.Errorf("no problem starting %q in %q", want, problems)
 		}
 	}
-	b := tb.route("ok.example.com", "/good")
+	b := route(tb, "ok.example.com", "/good")
 	if b == nil || b.name != "default/svc:80" || len(b.eps) != 1 || b.eps[0].addr != "10.42.0.5:8080" {
 		t.Fatalf("/good: got %+v, want default/svc:80 with endpoint 10.42.0.5:8080", b)
 	}

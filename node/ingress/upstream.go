@@ -26,6 +26,7 @@ type upConn struct {
 	in     countReader // the connection, counted and bounded
 	br     *bufio.Reader
 	bw     *bufio.Writer
+	resp   respHead    // the response being read, parsed in br's buffer
 	reused bool        // it served a request before
 	timer  *time.Timer // closes it when idle for idleTimeout
 }
@@ -133,14 +134,31 @@ func (ep *endpoint) close() {
 // http.Transport does.
 const maxInfoResponses = 5
 
-// send writes req to the endpoint, its body included, and reads the
-// response's header. A 1xx response other than 101 is passed to info and
-// the next one read.
-func (uc *upConn) send(req *http.Request, info func(*http.Response) error) (*http.Response, error) {
+// send writes the request of fc to the endpoint, its body included, and
+// reads the response's header. It returns nil when the fast path parsed
+// it, into uc.resp, and else the response as http.ReadResponse reads it:
+// then a 1xx response other than 101 is passed to fc.writeInfo and the
+// next one read.
+func (uc *upConn) send(fc *fastConn) (*http.Response, error) {
 	uc.in.n, uc.in.limit = 0, -1
-	if err := writeRequest(uc.bw, req); err != nil {
+	if err := fc.writeRequest(uc.bw); err != nil {
 		return nil, err
 	}
+	method := fc.req.method
+	for {
+		buf, _ := uc.br.Peek(uc.br.Buffered())
+		state := uc.resp.parse(buf, method)
+		if state == headDone {
+			return nil, nil
+		}
+		if state == headLeave || len(buf) == uc.br.Size() {
+			break
+		}
+		if _, err := uc.br.Peek(len(buf) + 1); err != nil {
+			return nil, err
+		}
+	}
+	req := &http.Request{Method: method}
 	for infos := 0; ; infos++ {
 		if infos > maxInfoResponses {
 			return nil, errors.New("too many 1xx responses")
@@ -157,21 +175,22 @@ func (uc *upConn) send(req *http.Request, info func(*http.Response) error) (*htt
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			return nil, errors.New("101 Switching Protocols to a request that asked for no upgrade")
 		}
-		if err := info(resp); err != nil {
+		if err := fc.writeInfo(resp); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// mayRetry says whether req, which failed on uc, may be sent again on a
-// new connection: uc was idle before (the endpoint may have closed it
-// meanwhile), not a byte of a response came, and req is idempotent and
-// has no body, so that sending it twice does no harm.
-func (uc *upConn) mayRetry(req *http.Request) bool {
-	if !uc.reused || uc.in.n > 0 || req.ContentLength != 0 {
+// mayRetry says whether a request of method with a body of length bytes,
+// which failed on uc, may be sent again on a new connection: uc was idle
+// before (the endpoint may have closed it meanwhile), not a byte of a
+// response came, and the request is idempotent and has no body, so that
+// sending it twice does no harm.
+func (uc *upConn) mayRetry(method string, length int64) bool {
+	if !uc.reused || uc.in.n > 0 || length != 0 {
 		return false
 	}
-	switch req.Method {
+	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
@@ -219,51 +238,86 @@ func removeConnectionHeaders(h http.Header) {
 	}
 }
 
-// hasToken says whether one of the comma-separated header values vv
-// has the element token (compared case-insensitively).
-func hasToken(vv []string, token string) bool {
-	for _, v := range vv {
-		for elem := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(elem), token) {
-				return true
+// writeRequestHead writes the header of the request h, parsed in head,
+// as the endpoint gets it in HTTP/1.1: the request target and Host as
+// received, the end-to-end fields in their order, and the X-Forwarded-*
+// and X-Real-IP fields of a client at ip on the listener's port.
+// net/http's reading is kept: a Pragma: no-cache without Cache-Control
+// adds Cache-Control: no-cache.
+func writeRequestHead(w *bufio.Writer, head []byte, h *reqHead, ip, port string) {
+	host := h.host.of(head)
+	_, _ = w.WriteString(h.method)
+	_ = w.WriteByte(' ')
+	_, _ = w.Write(h.target.of(head))
+	_, _ = w.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = w.Write(host)
+	_, _ = w.WriteString("\r\n")
+	trailers := false
+	prior := 0 // X-Forwarded-For fields of the client's passed on
+	for _, f := range h.fields {
+		switch f.kind {
+		case kindHost, kindXForwarded:
+			continue
+		case kindTE:
+			// "TE: trailers" is the one TE a client may send through
+			// a proxy: it says the client accepts trailers.
+			trailers = trailers || hasTokenBytes(f.value.of(head), "trailers") && !h.named(head, f.name.of(head))
+			continue
+		case kindXForwardedFor:
+			if ip != "" {
+				if !h.named(head, f.name.of(head)) {
+					prior++
+				}
+				continue
 			}
 		}
+		if h.passed(head, f) {
+			writeField(w, f.name.of(head), f.value.of(head))
+		}
 	}
-	return false
-}
-
-// writeRequest writes the outbound request of req (whose X-Forwarded-*
-// headers are set) in HTTP/1.1 and flushes it: the request target and
-// Host as received, the end-to-end headers, and the body of
-// req.ContentLength bytes.
-func writeRequest(w *bufio.Writer, req *http.Request) error {
-	_, _ = w.WriteString(req.Method)
-	_ = w.WriteByte(' ')
-	_, _ = w.WriteString(req.RequestURI)
-	_, _ = w.WriteString(" HTTP/1.1\r\nHost: ")
-	_, _ = w.WriteString(req.Host)
+	if ip != "" {
+		_, _ = w.WriteString("X-Forwarded-For: ")
+		if prior > 0 {
+			for _, f := range h.fields {
+				if f.kind == kindXForwardedFor {
+					_, _ = w.Write(f.value.of(head))
+					_, _ = w.WriteString(", ")
+				}
+			}
+		}
+		_, _ = w.WriteString(ip)
+		_, _ = w.WriteString("\r\nX-Real-Ip: ")
+		_, _ = w.WriteString(ip)
+		_, _ = w.WriteString("\r\n")
+	}
+	_, _ = w.WriteString("X-Forwarded-Host: ")
+	_, _ = w.Write(host)
+	_, _ = w.WriteString("\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Port: ")
+	_, _ = w.WriteString(port)
 	_, _ = w.WriteString("\r\n")
-	writeHeader(w, req.Header)
-	// "Te: trailers" is the one TE a client may send through a proxy: it
-	// says the client accepts trailers.
-	if hasToken(req.Header["Te"], "trailers") {
+	if h.pragma && !h.cacheCtrl && !h.named(head, []byte("Cache-Control")) {
+		_, _ = w.WriteString("Cache-Control: no-cache\r\n")
+	}
+	if trailers {
 		_, _ = w.WriteString("Te: trailers\r\n")
 	}
-	switch req.Method {
+	switch h.method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
-		writeContentLength(w, req.ContentLength)
+		writeContentLength(w, h.length)
 	default:
-		if req.ContentLength > 0 {
-			writeContentLength(w, req.ContentLength)
+		if h.length > 0 {
+			writeContentLength(w, h.length)
 		}
 	}
 	_, _ = w.WriteString("\r\n")
-	if req.ContentLength > 0 {
-		if _, err := io.Copy(w, req.Body); err != nil {
-			return err
-		}
-	}
-	return w.Flush()
+}
+
+// writeField writes a header field.
+func writeField(w *bufio.Writer, name, value []byte) {
+	_, _ = w.Write(name)
+	_, _ = w.WriteString(": ")
+	_, _ = w.Write(value)
+	_, _ = w.WriteString("\r\n")
 }
 
 func writeContentLength(w *bufio.Writer, n int64) {
