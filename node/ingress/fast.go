@@ -170,8 +170,9 @@ type fastConn struct {
 
 func newFastConn(s *fastServer, conn net.Conn) *fastConn {
 	fc := &fastConn{s: s, conn: conn, port: "80", remoteAddr: conn.RemoteAddr().String()}
-	fc.br = bufio.NewReader(conn)
-	fc.bw = bufio.NewWriter(conn)
+	r, w := newSockIO(conn)
+	fc.br = bufio.NewReader(r)
+	fc.bw = bufio.NewWriter(w)
 	if ip, _, err := net.SplitHostPort(fc.remoteAddr); err == nil {
 		fc.ip = ip
 	}

@@ -62,9 +62,10 @@ func (ep *endpoint) dialConn(ctx context.Context) (*upConn, error) {
 		return nil, err
 	}
 	uc := &upConn{ep: ep, conn: conn}
-	uc.in.r = conn
+	r, w := newSockIO(conn)
+	uc.in.r = r
 	uc.br = bufio.NewReader(&uc.in)
-	uc.bw = bufio.NewWriter(conn)
+	uc.bw = bufio.NewWriter(w)
 	return uc, nil
 }
 
