@@ -40,31 +40,7 @@ const (
 	kindXForwarded    // X-Forwarded-Host, -Proto and -Port and X-Real-IP: set by the proxy
 )
 
-// fieldKinds are the names the fast path knows, in lower case.
-var fieldKinds = map[string]fieldKind{
-	"connection":          kindConnection,
-	"proxy-connection":    kindHop,
-	"keep-alive":          kindHop,
-	"proxy-authenticate":  kindHop,
-	"proxy-authorization": kindHop,
-	"te":                  kindTE,
-	"trailer":             kindTrailer,
-	"transfer-encoding":   kindTransferEncoding,
-	"upgrade":             kindUpgrade,
-	"content-length":      kindContentLength,
-	"expect":              kindExpect,
-	"host":                kindHost,
-	"pragma":              kindPragma,
-	"cache-control":       kindCacheControl,
-	"date":                kindDate,
-	"x-forwarded-for":     kindXForwardedFor,
-	"x-forwarded-host":    kindXForwarded,
-	"x-forwarded-proto":   kindXForwarded,
-	"x-forwarded-port":    kindXForwarded,
-	"x-real-ip":           kindXForwarded,
-}
-
-// maxKindName is the longest name in fieldKinds.
+// maxKindName is the longest name kindOf knows.
 const maxKindName = len("proxy-authorization")
 
 // kindOf returns the kind of a field name (a token).
@@ -72,11 +48,42 @@ func kindOf(name []byte) fieldKind {
 	if len(name) > maxKindName {
 		return kindOther
 	}
-	var lower [maxKindName]byte
+	var buf [maxKindName]byte
+	lower := buf[:len(name)]
 	for i, c := range name {
 		lower[i] = toLowerASCII(c)
 	}
-	return fieldKinds[string(lower[:len(name)])] // kindOther if absent
+	switch string(lower) {
+	case "connection":
+		return kindConnection
+	case "proxy-connection", "keep-alive", "proxy-authenticate", "proxy-authorization":
+		return kindHop
+	case "te":
+		return kindTE
+	case "trailer":
+		return kindTrailer
+	case "transfer-encoding":
+		return kindTransferEncoding
+	case "upgrade":
+		return kindUpgrade
+	case "content-length":
+		return kindContentLength
+	case "expect":
+		return kindExpect
+	case "host":
+		return kindHost
+	case "pragma":
+		return kindPragma
+	case "cache-control":
+		return kindCacheControl
+	case "date":
+		return kindDate
+	case "x-forwarded-for":
+		return kindXForwardedFor
+	case "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip":
+		return kindXForwarded
+	}
+	return kindOther
 }
 
 func toLowerASCII(c byte) byte {

@@ -3,10 +3,13 @@ package ingress
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -311,4 +314,51 @@ func FuzzResponseHead(f *testing.F) {
 			checkResponseAsNetHTTP(t, buf, method, &h)
 		}
 	})
+}
+
+func TestKindOf(t *testing.T) {
+	for name, want := range map[string]fieldKind{
+		"Connection": kindConnection, "KEEP-ALIVE": kindHop, "te": kindTE, "Content-Length": kindContentLength,
+		"Transfer-Encoding": kindTransferEncoding, "Host": kindHost, "X-Real-IP": kindXForwarded,
+		"x-forwarded-for": kindXForwardedFor, "Proxy-Authorization": kindHop, "X-Proxy-Authorization": kindOther,
+		"Hosts": kindOther, "": kindOther,
+	} {
+		if got := kindOf([]byte(name)); got != want {
+			t.Errorf("kindOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestCloseIdle(t *testing.T) {
+	ep := newPool().get("127.0.0.1:1")
+	t.Cleanup(ep.close)
+	now := time.Now()
+	var conns []net.Conn
+	for _, age := range []time.Duration{idleTimeout + time.Second, idleTimeout, idleTimeout - 5*time.Second, time.Second} {
+		a, b := net.Pipe()
+		t.Cleanup(func() { _ = b.Close() })
+		conns = append(conns, b)
+		ep.put(&upConn{ep: ep, conn: a})
+		ep.idle[len(ep.idle)-1].idleAt = now.Add(-age)
+	}
+	if !ep.sweeping {
+		t.Error("no sweep set after put")
+	}
+	ep.mu.Lock()
+	next := ep.closeIdle(now)
+	ep.mu.Unlock()
+	if next != 5*time.Second || len(ep.idle) != 2 {
+		t.Errorf("got %d idle, next sweep in %v, want 2 and 5s", len(ep.idle), next)
+	}
+	for i, conn := range conns {
+		_ = conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err := conn.Read(make([]byte, 1))
+		if closed := err == io.EOF; closed != (i < 2) {
+			t.Errorf("connection idle #%d: closed %v (%v), want %v", i, closed, err, i < 2)
+		}
+	}
+	ep.close()
+	if ep.sweeping || len(ep.idle) != 0 {
+		t.Error("the endpoint's sweep or idle connections are left after close")
+	}
 }

@@ -264,9 +264,11 @@ type endpoint struct {
 	transport *http.Transport
 	health    health
 
-	mu   sync.Mutex // guards the fields below
-	idle []*upConn  // the fast path's, most recently used last
-	gone bool       // dropped by an Update, or the controller closed
+	mu       sync.Mutex  // guards the fields below
+	idle     []*upConn   // the fast path's, most recently used last
+	sweeper  *time.Timer // closes the idle ones that were so for idleTimeout (upstream.go)
+	sweeping bool        // sweeper is set
+	gone     bool        // dropped by an Update, or the controller closed
 }
 
 // dialFunc connects to an address, as net.Dialer.DialContext.

@@ -26,9 +26,9 @@ type upConn struct {
 	in     countReader // the connection, counted and bounded
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	resp   respHead    // the response being read, parsed in br's buffer
-	reused bool        // it served a request before
-	timer  *time.Timer // closes it when idle for idleTimeout
+	resp   respHead  // the response being read, parsed in br's buffer
+	reused bool      // it served a request before
+	idleAt time.Time // when it was put with the idle ones
 }
 
 // countReader counts what is read through it, and bounds it while limit
@@ -78,7 +78,6 @@ func (ep *endpoint) take(ctx context.Context) (*upConn, error) {
 		uc := ep.idle[n-1]
 		ep.idle[n-1] = nil
 		ep.idle = ep.idle[:n-1]
-		uc.timer.Stop()
 		ep.mu.Unlock()
 		return uc, nil
 	}
@@ -88,6 +87,8 @@ func (ep *endpoint) take(ctx context.Context) (*upConn, error) {
 
 // put returns a connection whose exchange ended cleanly to the idle
 // ones, or closes it if the endpoint is gone or has enough idle ones.
+// One timer per endpoint closes those idle for idleTimeout (a timer per
+// connection would be stopped and reset with every request).
 func (ep *endpoint) put(uc *upConn) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
@@ -96,25 +97,43 @@ func (ep *endpoint) put(uc *upConn) {
 		return
 	}
 	uc.reused = true
-	if uc.timer == nil {
-		uc.timer = time.AfterFunc(idleTimeout, func() { ep.expire(uc) })
-	} else {
-		uc.timer.Reset(idleTimeout)
-	}
+	uc.idleAt = time.Now()
 	ep.idle = append(ep.idle, uc)
+	switch {
+	case ep.sweeper == nil:
+		ep.sweeper = time.AfterFunc(idleTimeout, ep.sweep)
+	case !ep.sweeping:
+		ep.sweeper.Reset(idleTimeout)
+	}
+	ep.sweeping = true
 }
 
-// expire closes uc if it is still idle: its idle timer ran out.
-func (ep *endpoint) expire(uc *upConn) {
+// sweep closes the connections idle for idleTimeout, and sets the timer
+// for the next one to be.
+func (ep *endpoint) sweep() {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	for i, idle := range ep.idle {
-		if idle == uc {
-			ep.idle = slices.Delete(ep.idle, i, i+1)
-			_ = uc.conn.Close()
-			return
-		}
+	if next := ep.closeIdle(time.Now()); next > 0 && !ep.gone {
+		ep.sweeper.Reset(next)
+	} else {
+		ep.sweeping = false
 	}
+}
+
+// closeIdle closes the connections idle for idleTimeout at now and
+// returns how long until the next one will have been; 0 if none is left.
+// The idle ones are in the order they were put.
+func (ep *endpoint) closeIdle(now time.Time) time.Duration {
+	n := 0
+	for n < len(ep.idle) && now.Sub(ep.idle[n].idleAt) >= idleTimeout {
+		_ = ep.idle[n].conn.Close()
+		n++
+	}
+	ep.idle = slices.Delete(ep.idle, 0, n)
+	if len(ep.idle) == 0 {
+		return 0
+	}
+	return idleTimeout - now.Sub(ep.idle[0].idleAt)
 }
 
 // close closes the endpoint's idle connections, of both paths; the
@@ -124,8 +143,11 @@ func (ep *endpoint) close() {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	ep.gone = true
+	if ep.sweeper != nil {
+		ep.sweeper.Stop()
+		ep.sweeping = false
+	}
 	for _, uc := range ep.idle {
-		uc.timer.Stop()
 		_ = uc.conn.Close()
 	}
 	ep.idle = nil
