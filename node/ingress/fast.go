@@ -18,12 +18,15 @@ import (
 // The fast path serves plain HTTP/1.1 requests on the HTTP listener in
 // one goroutine per client connection: it reads a request, sends it over
 // a pooled connection to an endpoint, reads the response and copies it
-// back, with none of the hand-offs between goroutines (and far fewer of
-// the allocations) of http.Server, ReverseProxy and http.Transport, which
-// cost more than half of a proxied request's CPU time on a board.
-// Requests it leaves to them (upgrades, Expect, chunked or large bodies,
-// HTTP/1.0, anything malformed) are replayed to http.Server with the
-// connection, which serves the connection from then on.
+// back, with none of the hand-offs between goroutines of http.Server,
+// ReverseProxy and http.Transport, which cost more than half of a
+// proxied request's CPU time on a board, and no allocation: headers are
+// parsed in place in the connections' buffers (head.go) and the sockets
+// read and written with raw system calls (sockio_linux.go). Requests it
+// leaves to net/http (upgrades, Expect, chunked or large bodies, headers
+// over its 4 KiB buffer, HTTP/1.0, anything malformed or unusual) are
+// replayed to http.Server with the connection, which serves the
+// connection from then on.
 
 const (
 	// readHeaderTimeout bounds the reading of a request's header.
