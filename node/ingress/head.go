@@ -243,7 +243,15 @@ type fieldList struct {
 	conns  int // how many are Connection fields
 }
 
+// maxKeptFields bounds the fields a connection keeps room for between
+// requests: a header of unusually many fields does not hold its memory
+// for the connection's life.
+const maxKeptFields = 64
+
 func (l *fieldList) reset() {
+	if cap(l.fields) > maxKeptFields {
+		l.fields = nil
+	}
 	l.fields = l.fields[:0]
 	l.conns = 0
 }
@@ -316,6 +324,9 @@ type reqHead struct {
 // reset prepares h for the next request.
 func (h *reqHead) reset() {
 	fields, unescaped := h.fieldList, h.unescaped[:0]
+	if cap(unescaped) > 1<<10 {
+		unescaped = nil
+	}
 	fields.reset()
 	*h = reqHead{fieldList: fields, unescaped: unescaped}
 }

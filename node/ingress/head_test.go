@@ -362,3 +362,16 @@ func TestCloseIdle(t *testing.T) {
 		t.Error("the endpoint's sweep or idle connections are left after close")
 	}
 }
+
+func TestRequestHeadKeepsLittle(t *testing.T) {
+	// A header of many fields, or a long escaped path, does not keep its
+	// memory for the next request.
+	h, state := parseRequestHead("GET /" + strings.Repeat("%41", 500) + " HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X: 1\r\n", 500) + "\r\n")
+	if state != headDone || len(h.fields) != 501 || len(h.unescaped) != 501 {
+		t.Fatalf("got %v with %d fields, path %d bytes", state, len(h.fields), len(h.unescaped))
+	}
+	h.reset()
+	if cap(h.fields) > maxKeptFields || cap(h.unescaped) > 1<<10 {
+		t.Errorf("kept room for %d fields and %d path bytes", cap(h.fields), cap(h.unescaped))
+	}
+}
