@@ -191,7 +191,7 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 		}
 		// A label selector is matched before the whole object is decoded:
 		// most objects a controller lists by labels are not its own.
-		if !sel.Labels.Empty() && !s.labelsMatch(v, sel.Labels) {
+		if !sel.Labels.Empty() && !s.labelsMatch(r, v, sel.Labels) {
 			return true
 		}
 		var obj runtime.Object

@@ -57,6 +57,15 @@ func (w weakObject) object() (runtime.Object, bool) {
 	return obj, ok
 }
 
+// sharedObject returns the object decoded from v of r if a watcher's
+// cache (or the newest changes) holds it.
+func (s *Store) sharedObject(r *Resource, v kv.KeyValue) (runtime.Object, bool) {
+	c := &s.shared
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision}].object()
+}
+
 // decodeShared decodes v as fromStore does, or returns the object a
 // watcher of r already decoded for it.
 func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error) {

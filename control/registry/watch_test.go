@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -413,7 +414,7 @@ func TestWatchInitialObjectsShared(t *testing.T) {
 	cms := e.cms(t)
 	e.create(t, cms, "default", newConfigMap("a", nil))
 	first := e.watch(t, cms, "default", metav1.ListOptions{}).expect(watch.Added, "a").Object
-	for i := range 600 { // past the 512 newest changes kept alive
+	for i := range 600 { // past the newest changes kept alive
 		e.create(t, cms, "default", newConfigMap(fmt.Sprintf("x%d", i), nil))
 	}
 	goruntime.GC()
@@ -421,4 +422,50 @@ func TestWatchInitialObjectsShared(t *testing.T) {
 	if first != second {
 		t.Errorf("two watches decoded configMap a twice; want one shared object")
 	}
+}
+
+// A list by labels reads the labels of objects the watchers share from
+// the shared objects, not from their JSON, and finds the same objects
+// either way.
+func TestListByLabelsReadsSharedObjects(t *testing.T) {
+	e := newEnv(t)
+	cms := e.cms(t)
+	const n = 200
+	for i := range n {
+		e.create(t, cms, "default", newConfigMap(fmt.Sprintf("c%d", i), map[string]string{"app": fmt.Sprint(i % 2)}))
+	}
+	list := func(sel string) []string {
+		out, err := e.List(e.ctx, cms, "default", metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, cm := range out.(*corev1.ConfigMapList).Items {
+			names = append(names, cm.Name)
+		}
+		return names
+	}
+	unshared := list("app=1")
+	nothing := func() {
+		if names := list("app=none"); len(names) != 0 {
+			t.Fatalf("app=none found %v", names)
+		}
+	}
+	allocsUnshared := testing.AllocsPerRun(5, nothing)
+
+	// A watch's initial events share every object; the watcher keeps them.
+	w := e.watch(t, cms, "default", metav1.ListOptions{})
+	var held []runtime.Object
+	for range n {
+		held = append(held, w.nextNonBookmark().Object)
+	}
+	if shared := list("app=1"); !slices.Equal(shared, unshared) || len(shared) != n/2 {
+		t.Errorf("app=1: %d objects through the shared objects, %d from JSON; want the same %d", len(shared), len(unshared), n/2)
+	}
+	allocsShared := testing.AllocsPerRun(5, nothing)
+	t.Logf("a list by labels matching none of %d objects: %.0f allocations reading JSON, %.0f reading shared objects", n, allocsUnshared, allocsShared)
+	if allocsShared > allocsUnshared/4 {
+		t.Errorf("%.0f allocations with every object shared against %.0f reading JSON: the labels are still read from JSON", allocsShared, allocsUnshared)
+	}
+	goruntime.KeepAlive(held)
 }
