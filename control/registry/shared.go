@@ -69,18 +69,15 @@ func (s *Store) sharedObject(r *Resource, v kv.KeyValue) (runtime.Object, bool) 
 // decodeShared decodes v as fromStore does, or returns the object a
 // watcher of r already decoded for it.
 func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error) {
-	k := sharedKey{r: r, key: string(v.Key), rev: v.ModRevision}
-	c := &s.shared
-	c.mu.Lock()
-	obj, ok := c.entries[k].object()
-	c.mu.Unlock()
-	if ok {
+	if obj, ok := s.sharedObject(r, v); ok {
 		return obj, nil
 	}
 	obj, err := s.fromStore(r, v)
 	if err != nil {
 		return nil, err
 	}
+	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision}
+	c := &s.shared
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if had, ok := c.entries[k].object(); ok {
