@@ -476,14 +476,19 @@ subsets:
 			t.Fatal(err)
 		}
 		// The outage covers the start of a minute: the CronJob misses a
-		// schedule.
-		if sec := time.Now().Second(); sec < 40 {
+		// schedule. The servers stop in the 40th to 50th second of a
+		// minute, and the schedule missed is the first one after the last
+		// of them stopped (however long stopping took).
+		switch sec := time.Now().Second(); {
+		case sec < 40:
 			time.Sleep(time.Duration(40-sec) * time.Second)
+		case sec >= 50:
+			time.Sleep(time.Duration(100-sec) * time.Second)
 		}
-		missed = time.Now().Truncate(time.Minute).Add(time.Minute)
 		for _, s := range []string{"pi1", "pi2", "pi3"} {
 			isl.board(t, "stop", s)
 		}
+		missed = time.Now().Truncate(time.Minute).Add(time.Minute)
 		for _, b := range []string{"pi4", "pi5"} {
 			for n := range 10 {
 				out, err := exec.Command("curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://"+isl.boardAddr(b)+"/hello").Output()
@@ -492,7 +497,7 @@ subsets:
 				}
 			}
 		}
-		testServersBack(t, isl, before)
+		testServersBack(t, isl, before, missed.Add(5*time.Second))
 	})
 	t.Run("a CronJob every minute: its runs, history limit, the schedule missed while the servers were down, a job made from it", func(t *testing.T) {
 		testCronJob(t, isl, cronStart, missed)
@@ -550,12 +555,14 @@ func ledPattern(isl *testIsland, board string) string {
 // stopped for longer than memberlist gossips to the dead (30 s), the agents
 // show on their LEDs that they are cut off; when the servers start again
 // they find the agents, whose Nodes stay Ready past the new leader's grace
-// (40 s), and no pod is evicted or moved.
-func testServersBack(t *testing.T, isl *testIsland, before map[string]string) {
+// (40 s), and no pod is evicted or moved. The servers stay stopped until
+// downUntil at least.
+func testServersBack(t *testing.T, isl *testIsland, before map[string]string, downUntil time.Time) {
 	for _, b := range []string{"pi4", "pi5"} {
 		waitFor(t, 30*time.Second, b+"'s readiness LED solid-dip (cut off)", func() bool { return ledPattern(isl, b) == "solid-dip" })
 	}
 	time.Sleep(35 * time.Second)
+	time.Sleep(time.Until(downUntil))
 	for _, s := range []string{"pi1", "pi2", "pi3"} {
 		isl.board(t, "start", s)
 	}
