@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/lru"
 
@@ -53,11 +54,17 @@ type similarRecord struct {
 	last     time.Time
 }
 
-// seenEvent is one stored (or to be stored) Event and its count.
+// seenEvent is what the writer remembers of one stored (or to be stored)
+// Event: its name, count and first time, not the Event itself (an Event
+// is ~1 KiB in memory, and the caches hold thousands). The Event to write
+// next is held only until it is written.
 type seenEvent struct {
-	ev     *corev1.Event
-	stored bool // created in the store (else the next write creates it)
-	last   time.Time
+	name    string
+	count   int32
+	first   metav1.Time
+	last    time.Time
+	stored  bool          // created in the store (else the next write creates it)
+	pending *corev1.Event // the Event to write, nil once written
 }
 
 // newWriter makes one of the Broadcaster's writers, with its share of
@@ -116,14 +123,14 @@ func (w *writer) correlate(ev *corev1.Event) *seenEvent {
 		s := v.(*seenEvent)
 		// Past the TTL the stored Event is gone: start a new one.
 		if now.Sub(s.last) < w.b.cfg.TTL {
-			s.ev.Count++
-			s.ev.LastTimestamp = ev.LastTimestamp
-			s.ev.Message = ev.Message
-			s.last = now
+			// ev, under the name and first time of the Event it repeats.
+			s.count++
+			ev.Name, ev.Count, ev.FirstTimestamp = s.name, s.count, s.first
+			s.last, s.pending = now, ev
 			return s
 		}
 	}
-	s := &seenEvent{ev: ev, last: now}
+	s := &seenEvent{name: ev.Name, count: ev.Count, first: ev.FirstTimestamp, last: now, pending: ev}
 	w.seen.Add(key, s)
 	return s
 }
@@ -172,7 +179,11 @@ func similarKey(ev *corev1.Event) string {
 // write stores the Event s stands for: created the first time, its count,
 // message and lastTimestamp updated afterwards.
 func (w *writer) write(ctx context.Context, s *seenEvent) {
-	ev := s.ev.DeepCopy()
+	ev := s.pending
+	if ev == nil {
+		return
+	}
+	s.pending = nil
 	if s.stored {
 		err := w.update(ctx, ev)
 		if err == nil {
