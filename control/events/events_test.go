@@ -383,7 +383,7 @@ var (
 // whole Events).
 func TestEventCacheHoldsNoEvents(t *testing.T) {
 	const n = 2000
-	e, b := newEnv(t, events.Config{Writers: 4}, false)
+	e, b := newEnv(t, events.Config{Writers: 4, QueueSize: n}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -402,10 +402,8 @@ func TestEventCacheHoldsNoEvents(t *testing.T) {
 	}
 	for i, p := range pods {
 		rec.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Successfully assigned default/%s to pi-%d", p.Name, i%10)
-		if i%100 == 99 {
-			eventually(t, "events stored", func() bool { return len(e.list(t, "reason=Scheduled")) == i+1 })
-		}
 	}
+	eventually(t, "events stored", func() bool { return len(e.list(t, "reason=Scheduled")) == n })
 	heap := func() uint64 {
 		var m runtime.MemStats
 		runtime.GC()
