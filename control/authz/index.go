@@ -160,10 +160,10 @@ func (x *Index) follow(ctx context.Context, f followed, first func()) {
 		lm, err := x.store.Scan(ctx, res, "", metav1.ListOptions{ResourceVersion: "0"}, func(obj runtime.Object) error {
 			objs = append(objs, obj)
 			return nil
-		})
+		}, registry.WithoutManagedFields())
 		if err == nil {
 			var events <-chan registry.WatchEvent
-			events, err = x.store.Watch(ctx, res, "", metav1.ListOptions{ResourceVersion: lm.ResourceVersion})
+			events, err = x.store.Watch(ctx, res, "", metav1.ListOptions{ResourceVersion: lm.ResourceVersion}, registry.WithoutManagedFields())
 			if err == nil {
 				x.mu.Lock()
 				f.reset()

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/isle-cluster/isle/control/registry"
 )
 
 // expire deletes Events not updated for the TTL, every SweepInterval,
@@ -45,7 +47,7 @@ func (b *Broadcaster) sweep(ctx context.Context) error {
 			expired = append(expired, expiredEvent{ev.Namespace, ev.Name, ev.ResourceVersion})
 		}
 		return nil
-	})
+	}, registry.WithoutManagedFields())
 	if err != nil {
 		return err
 	}

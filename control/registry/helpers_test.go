@@ -137,10 +137,10 @@ type watcher struct {
 	ch <-chan registry.WatchEvent
 }
 
-func (e *env) watch(t *testing.T, r *registry.Resource, ns string, opts metav1.ListOptions) *watcher {
+func (e *env) watch(t *testing.T, r *registry.Resource, ns string, opts metav1.ListOptions, with ...registry.ScanOption) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	ch, err := e.Watch(ctx, r, ns, opts)
+	ch, err := e.Watch(ctx, r, ns, opts, with...)
 	if err != nil {
 		cancel()
 		t.Fatalf("watch %s: %v", r, err)

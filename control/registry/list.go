@@ -135,9 +135,10 @@ func asWatched() ScanOption {
 	return func(c *scanConfig) { c.shared = true }
 }
 
-// WithoutManagedFields makes Scan's objects come without
+// WithoutManagedFields makes Scan's and Watch's objects come without
 // metadata.managedFields, which are often half of an object and most of
-// its decoding, for a caller that shows none (a Table's rows).
+// its decoding, for a caller that shows none (a Table's rows) or has no use
+// for them (the in-process watchers).
 func WithoutManagedFields() ScanOption {
 	return func(c *scanConfig) { c.noManagedFields = true }
 }
@@ -195,8 +196,8 @@ func (s *Store) Scan(ctx context.Context, r *Resource, ns string, opts metav1.Li
 			return true
 		}
 		var obj runtime.Object
-		if cfg.shared && !cfg.noManagedFields {
-			obj, err = s.decodeShared(r, v)
+		if cfg.shared {
+			obj, err = s.decodeShared(r, v, cfg.noManagedFields)
 		} else {
 			obj, err = s.decode(r, v, cfg)
 		}

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/isle-cluster/isle/raft/kv"
@@ -34,9 +35,10 @@ type shared struct {
 }
 
 type sharedKey struct {
-	r   *Resource
-	key string
-	rev int64
+	r    *Resource
+	key  string
+	rev  int64
+	lite bool // decoded without metadata.managedFields (WithoutManagedFields)
 }
 
 // weakObject is a weak pointer to a decoded object. weak.Pointer needs the
@@ -57,27 +59,45 @@ func (w weakObject) object() (runtime.Object, bool) {
 	return obj, ok
 }
 
-// sharedObject returns the object decoded from v of r if a watcher's
-// cache (or the newest changes) holds it.
+// sharedObject returns the object decoded from v of r, with or without
+// its managedFields, if a watcher's cache (or the newest changes) holds it.
 func (s *Store) sharedObject(r *Resource, v kv.KeyValue) (runtime.Object, bool) {
 	c := &s.shared
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision}].object()
+	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: true}
+	if obj, ok := c.entries[k].object(); ok {
+		return obj, true
+	}
+	k.lite = false
+	return c.entries[k].object()
 }
 
 // decodeShared decodes v as fromStore does, or returns the object a
-// watcher of r already decoded for it.
-func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error) {
-	if obj, ok := s.sharedObject(r, v); ok {
+// watcher of r already decoded for it. With lite, the object comes without
+// its managedFields: the form the in-process watchers keep (managedFields
+// were a quarter of a decoded pod, and no controller reads them), made from
+// the whole object, if one is shared, without decoding again. The API's
+// watchers take whole objects, which they hold only while they send them.
+func (s *Store) decodeShared(r *Resource, v kv.KeyValue, lite bool) (runtime.Object, error) {
+	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: lite}
+	c := &s.shared
+	c.mu.Lock()
+	obj, ok := c.entries[k].object()
+	var whole runtime.Object
+	if !ok && lite {
+		whole, _ = c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision}].object()
+	}
+	c.mu.Unlock()
+	if ok {
 		return obj, nil
 	}
-	obj, err := s.fromStore(r, v)
-	if err != nil {
-		return nil, err
+	if obj, ok = withoutManagedFieldsCopy(whole); !ok {
+		var err error
+		if obj, err = s.decode(r, v, scanConfig{noManagedFields: lite}); err != nil {
+			return nil, err
+		}
 	}
-	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision}
-	c := &s.shared
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if had, ok := c.entries[k].object(); ok {
@@ -96,6 +116,35 @@ func (s *Store) decodeShared(r *Resource, v kv.KeyValue) (runtime.Object, error)
 	c.entries[k] = weakObject{typ: pv.Type().Elem(), ptr: weak.Make(p)}
 	goruntime.AddCleanup(p, c.forget, k)
 	return obj, nil
+}
+
+// withoutManagedFieldsCopy returns a shallow copy of the typed object obj
+// with no managedFields: its own struct, sharing the rest (shared objects
+// are never changed). An unstructured object's fields are one map that a
+// shallow copy would share, so it, like a nil obj, gives false.
+func withoutManagedFieldsCopy(obj runtime.Object) (runtime.Object, bool) {
+	if obj == nil {
+		return nil, false
+	}
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return nil, false
+	}
+	pv := reflect.ValueOf(obj)
+	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	cp := reflect.New(pv.Type().Elem())
+	cp.Elem().Set(pv.Elem())
+	out, ok := cp.Interface().(runtime.Object)
+	if !ok {
+		return nil, false
+	}
+	m, err := meta.Accessor(out)
+	if err != nil {
+		return nil, false
+	}
+	m.SetManagedFields(nil)
+	return out, true
 }
 
 // forget drops the entry of a collected object.

@@ -31,7 +31,12 @@ var BookmarkInterval = time.Minute
 // ADDED; with N it sends the changes after N, or fails with 410 Gone if the
 // store's history no longer reaches back to N. The channel closes when ctx
 // ends; a watch that falls too far behind ends with an ERROR event (410).
-func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions) (<-chan WatchEvent, error) {
+// Of the ScanOptions, WithoutManagedFields applies.
+func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.ListOptions, with ...ScanOption) (<-chan WatchEvent, error) {
+	var cfg scanConfig
+	for _, o := range with {
+		o(&cfg)
+	}
 	sel, err := ParseSelector(opts)
 	if err != nil {
 		return nil, err
@@ -51,7 +56,7 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 			func(obj runtime.Object) error {
 				initial = append(initial, obj)
 				return nil
-			}, asWatched())
+			}, append(with, asWatched())...)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +78,7 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, opts metav1.L
 		return nil, apierrors.NewInternalError(err)
 	}
 	out := make(chan WatchEvent, 16)
-	go s.pump(ctx, r, sel, opts.AllowWatchBookmarks, sendInitial && opts.AllowWatchBookmarks, initial, w, from, out)
+	go s.pump(ctx, r, sel, cfg.noManagedFields, opts.AllowWatchBookmarks, sendInitial && opts.AllowWatchBookmarks, initial, w, from, out)
 	return out, nil
 }
 
@@ -82,7 +87,7 @@ func tooOld(rv, compact int64) error {
 }
 
 // pump translates store events into API events until ctx ends.
-func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks, initialEnd bool, initial []runtime.Object, w *kv.Watcher, from int64, out chan<- WatchEvent) {
+func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, lite, bookmarks, initialEnd bool, initial []runtime.Object, w *kv.Watcher, from int64, out chan<- WatchEvent) {
 	defer close(out)
 	send := func(ev WatchEvent) bool {
 		select {
@@ -133,7 +138,7 @@ func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks, 
 			}
 			for _, ev := range batch {
 				last = ev.KV.ModRevision
-				api, ok := s.translate(r, sel, ev)
+				api, ok := s.translate(r, sel, lite, ev)
 				if ok && !send(api) {
 					return
 				}
@@ -144,13 +149,13 @@ func (s *Store) pump(ctx context.Context, r *Resource, sel Selector, bookmarks, 
 
 // translate turns a store event into the API event a watcher with this
 // selector sees: an object moving into the selection is ADDED, out of it
-// DELETED.
-func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, bool) {
+// DELETED. With lite, the objects come without managedFields.
+func (s *Store) translate(r *Resource, sel Selector, lite bool, ev kv.Event) (WatchEvent, bool) {
 	// A watcher of everything needs the previous object only when it is
 	// deleted: decoding it on every change would double the garbage each
 	// event makes, once per in-process watcher.
 	if sel.Labels.Empty() && sel.Fields.Empty() && ev.Type != kv.EventDelete {
-		obj, err := s.decodeShared(r, ev.KV)
+		obj, err := s.decodeShared(r, ev.KV, lite)
 		if err != nil {
 			s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
 			return WatchEvent{}, false
@@ -160,23 +165,29 @@ func (s *Store) translate(r *Resource, sel Selector, ev kv.Event) (WatchEvent, b
 		}
 		return WatchEvent{Type: watch.Added, Object: obj}, true
 	}
-	var prev runtime.Object
+	// The previous object, to match against the selector: the shared one
+	// (every agent's watch of its pods matches each pod's previous state;
+	// each decoding it anew was one decode per board per change).
+	prevIn := false
 	if ev.Prev != nil {
-		p, err := s.fromStore(r, *ev.Prev)
-		if err == nil {
-			prev = p
+		if prev, err := s.decodeShared(r, *ev.Prev, true); err == nil {
+			prevIn = sel.Matches(r, prev)
 		}
 	}
-	prevIn := prev != nil && sel.Matches(r, prev)
 	if ev.Type == kv.EventDelete {
 		if !prevIn {
+			return WatchEvent{}, false
+		}
+		// The watcher's own copy: it carries the deletion's revision.
+		prev, err := s.decode(r, *ev.Prev, scanConfig{noManagedFields: lite})
+		if err != nil {
 			return WatchEvent{}, false
 		}
 		m, _ := meta.Accessor(prev)
 		m.SetResourceVersion(strconv.FormatInt(ev.KV.ModRevision, 10))
 		return WatchEvent{Type: watch.Deleted, Object: prev}, true
 	}
-	obj, err := s.decodeShared(r, ev.KV)
+	obj, err := s.decodeShared(r, ev.KV, lite)
 	if err != nil {
 		s.log.Error("registry: watch: undecodable object", "key", ev.KV.Key, "err", err)
 		return WatchEvent{}, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -468,4 +469,56 @@ func TestListByLabelsReadsSharedObjects(t *testing.T) {
 		t.Errorf("%.0f allocations with every object shared against %.0f reading JSON: the labels are still read from JSON", allocsShared, allocsUnshared)
 	}
 	goruntime.KeepAlive(held)
+}
+
+// The in-process watchers take objects without managedFields (a quarter
+// of a decoded pod, read by no controller): otherwise the objects an API
+// watcher gets, at every kind of event, selectors or not. A controller
+// that writes back a copy of what it watched keeps the stored
+// managedFields.
+func TestWatchWithoutManagedFields(t *testing.T) {
+	e := newEnv(t)
+	cms := e.cms(t)
+	e.create(t, cms, "default", newConfigMap("a", map[string]string{"app": "x"}))
+	whole := e.watch(t, cms, "default", metav1.ListOptions{})
+	lite := e.watch(t, cms, "default", metav1.ListOptions{}, registry.WithoutManagedFields())
+	wholeSel := e.watch(t, cms, "default", metav1.ListOptions{LabelSelector: "app=x"})
+	liteSel := e.watch(t, cms, "default", metav1.ListOptions{LabelSelector: "app=x"}, registry.WithoutManagedFields())
+	same := func(what string, typ watch.EventType) *corev1.ConfigMap {
+		t.Helper()
+		w := whole.expect(typ, "a").Object.(*corev1.ConfigMap)
+		l := lite.expect(typ, "a").Object.(*corev1.ConfigMap)
+		ws := wholeSel.expect(typ, "a").Object.(*corev1.ConfigMap)
+		ls := liteSel.expect(typ, "a").Object.(*corev1.ConfigMap)
+		if len(w.ManagedFields) == 0 || len(ws.ManagedFields) == 0 {
+			t.Fatalf("%s: the API's watches got no managedFields", what)
+		}
+		want := w.DeepCopy()
+		want.ManagedFields = nil
+		for _, got := range []*corev1.ConfigMap{l, ls} {
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("%s: watched without managedFields %+v, want %+v", what, got, want)
+			}
+		}
+		if !equality.Semantic.DeepEqual(ws, w) {
+			t.Fatalf("%s: with a selector %+v, without %+v", what, ws, w)
+		}
+		return l
+	}
+	l := same("initial state", watch.Added)
+
+	// A controller updates the object it watched.
+	cp := l.DeepCopy()
+	cp.Data["k"] = "w"
+	if _, err := e.Update(e.ctx, cms, "default", "a", "", cp, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, cms, "default", "a").(*corev1.ConfigMap); len(got.ManagedFields) == 0 {
+		t.Fatalf("an update of an object watched without managedFields dropped the stored ones")
+	}
+	same("an update", watch.Modified)
+	if _, _, err := e.Delete(e.ctx, cms, "default", "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	same("a deletion", watch.Deleted)
 }

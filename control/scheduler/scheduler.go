@@ -189,7 +189,7 @@ func (r *run) open(ctx context.Context, f *feed) bool {
 		yes := true
 		opts = metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true}
 	}
-	ch, err := r.store.Watch(ctx, f.res, "", opts)
+	ch, err := r.store.Watch(ctx, f.res, "", opts, registry.WithoutManagedFields())
 	if err != nil {
 		r.log.Warn("scheduler: watch failed; retrying", "resource", f.res.String(), "err", err)
 		return false

@@ -147,7 +147,7 @@ func (l *Loop) follow(ctx context.Context, w *Watch, out chan<- loopEvent) {
 		if w.ChangesOnly {
 			opts.ResourceVersion = strconv.FormatInt(l.Store.Revision(), 10)
 		}
-		events, err := l.Store.Watch(ctx, w.Res, "", opts)
+		events, err := l.Store.Watch(ctx, w.Res, "", opts, registry.WithoutManagedFields())
 		if err != nil {
 			l.Log.Warn(l.Name+": watch failed; retrying", "resource", w.Res.String(), "err", err)
 			Sleep(ctx, watchRetry)

@@ -90,7 +90,7 @@ var DefaultPodCIDR = netip.MustParsePrefix("10.42.0.0/16")
 type Store interface {
 	Resources() *registry.Resources
 	List(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions) (runtime.Object, error)
-	Watch(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions) (<-chan registry.WatchEvent, error)
+	Watch(ctx context.Context, r *registry.Resource, ns string, opts metav1.ListOptions, with ...registry.ScanOption) (<-chan registry.WatchEvent, error)
 	Mutate(ctx context.Context, r *registry.Resource, ns, name, sub string, change func(obj runtime.Object) error) (runtime.Object, error)
 	Delete(ctx context.Context, r *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error)
 }

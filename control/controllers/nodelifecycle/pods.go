@@ -58,7 +58,7 @@ func (x *podIndex) follow(ctx context.Context, store Store, pods *registry.Resou
 	yes := true
 	for ctx.Err() == nil {
 		events, err := store.Watch(ctx, pods, "", metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
-			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, registry.WithoutManagedFields())
 		if err != nil {
 			log.Warn("nodelifecycle: watch pods failed; retrying", "err", err)
 			kit.Sleep(ctx, watchRetry)
