@@ -65,7 +65,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.wave, "wave", 25, "hollow boards joining at once; each wave's Nodes are Ready and its members known to every board before the next")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile (hollow boards and clients) of the whole run to `FILE`")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the bench process's heap profile to `FILE` after each size")
-	fs.StringVar(&o.serverHeaps, "serverheaps", "", "write each server's heap profile to `DIR`/SERVER-BOARDS.heap after each size")
+	fs.StringVar(&o.serverHeaps, "serverheaps", "", "write each server's heap profile to `DIR`/SERVER-BOARDS-PODS.heap after each size")
 	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -279,7 +279,7 @@ func run(ctx context.Context, o options) (err error) {
 			}
 		}
 		if o.serverHeaps != "" {
-			if err := writeServerHeaps(ctx, servers, o.serverHeaps, st.boards); err != nil {
+			if err := writeServerHeaps(ctx, servers, o.serverHeaps, st.boards, st.pods); err != nil {
 				return err
 			}
 		}

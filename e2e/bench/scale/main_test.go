@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -129,6 +130,27 @@ func TestReportJudgesMemoryAtItsSize(t *testing.T) {
 		}
 		if prefix != "server RSS at 10 boards, 300 pods" && (strings.Contains(l, "holds") || strings.Contains(l, "MISSED")) {
 			t.Errorf("%q is judged; want no verdict at a size the target is not for", l)
+		}
+	}
+}
+
+// With two sizes of the same boards, the heap per stored pod is judged on
+// the pods they differ by alone, and the growth's slope is shown beside it.
+func TestReportHeapPerPodAtSameBoards(t *testing.T) {
+	at := func(boards, pods int, live uint64) result {
+		r := result{step: step{boards: boards}, deployments: pods / replicasPer}
+		r.servers[r.leader].live = live
+		return r
+	}
+	var b strings.Builder
+	report(&b, benchkit.Env{}, []result{at(10, 300, 20*mib), at(100, 1000, 60*mib), at(100, 2000, 80*mib)}, finalResults{})
+	out := b.String()
+	for _, want := range []string{
+		`(?m)^\| the leader's live heap per stored pod \(at 100 boards, 1000 to 2000 pods\) +\| 20\.5 KiB +\| ≤ 20 KiB +\| MISSED +\|$`,
+		`(?m)^\| the leader's live heap per pod added with boards \(slope of the growth\) +\| 36\.1 KiB +\| +\| +\|$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the report lacks %s:\n%s", want, out)
 		}
 	}
 }

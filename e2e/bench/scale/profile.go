@@ -59,9 +59,9 @@ func writeHeapProfile(path string) error {
 
 // writeServerHeaps writes each server's live heap profile into dir, named
 // for the server and the size.
-func writeServerHeaps(ctx context.Context, servers []*server, dir string, boards int) error {
+func writeServerHeaps(ctx context.Context, servers []*server, dir string, boards, pods int) error {
 	for _, s := range servers {
-		path := filepath.Join(dir, fmt.Sprintf("%s-%d.heap", s.name, boards))
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.heap", s.name, boards, pods))
 		if err := isleserver.WriteHeapProfile(ctx, s.adminSocket(), path); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}

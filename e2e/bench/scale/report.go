@@ -50,6 +50,18 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 	}
 	fmt.Fprintf(w, "Growth from %d to %d boards (%d to %d pods): the leader's live heap %.1f KiB and the largest RSS %.1f KiB per pod added (boards and pods grow together: a board's share is 20 pods' worth).\n\n",
 		first.boards, last.boards, first.deployments*replicasPer, last.deployments*replicasPer, slopeHeap/1024, slopeRSS/1024)
+	// Two sizes with the same boards give the cost of a pod alone.
+	perPod, perPodAt := 0.0, ""
+	for i := len(rs) - 1; i > 0; i-- {
+		a, b := rs[i-1], rs[i]
+		if dp := float64((b.deployments - a.deployments) * replicasPer); a.boards == b.boards && dp > 0 {
+			perPod = (float64(b.servers[b.leader].live) - float64(a.servers[a.leader].live)) / dp
+			perPodAt = fmt.Sprintf("at %d boards, %d to %d pods", b.boards, a.deployments*replicasPer, b.deployments*replicasPer)
+			fmt.Fprintf(w, "Pods alone, %s: the leader's live heap %.1f KiB and the largest RSS %.1f KiB per pod added.\n\n",
+				perPodAt, perPod/1024, (float64(maxRSS(b))-float64(maxRSS(a)))/dp/1024)
+			break
+		}
+	}
 
 	var t benchkit.Table
 	// The memory targets are for given sizes: a size the run did not
@@ -65,7 +77,12 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 		t.Row(measure, fmt.Sprintf("%.1f MiB", float64(maxRSS(r))/mib), target, float64(maxRSS(r)) <= limit)
 	}
 	rssAt(rs[0], "≤ 64 MiB", 64*mib, 10, 300)
-	t.Row("the leader's live heap per stored pod (slope of the growth)", fmt.Sprintf("%.1f KiB", slopeHeap/1024), "≤ 20 KiB", slopeHeap <= 20*1024)
+	if perPodAt != "" {
+		t.Row("the leader's live heap per stored pod ("+perPodAt+")", fmt.Sprintf("%.1f KiB", perPod/1024), "≤ 20 KiB", perPod <= 20*1024)
+		t.Row("the leader's live heap per pod added with boards (slope of the growth)", fmt.Sprintf("%.1f KiB", slopeHeap/1024), "", false)
+	} else {
+		t.Row("the leader's live heap per stored pod (slope of the growth)", fmt.Sprintf("%.1f KiB", slopeHeap/1024), "≤ 20 KiB", slopeHeap <= 20*1024)
+	}
 	if len(rs) > 1 {
 		rssAt(last, "≤ 256 MiB", 256*mib, 250, 5000)
 	}
