@@ -287,7 +287,8 @@ func (s *Server) NodeAddrs() []string {
 	var out []string
 	for _, kvp := range kvs {
 		var n corev1.Node
-		if err := json.Unmarshal(kvp.Value, &n); err != nil {
+		data, err := registry.StoredJSON(kvp.Value)
+		if err != nil || json.Unmarshal(data, &n) != nil {
 			continue
 		}
 		for _, a := range n.Status.Addresses {
@@ -435,7 +436,12 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	defer shutdown(srv)
 	if cfg.AdminSocket != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug))
+		mux.Handle("/store/", storeapi.Handler(node, log, cfg.Debug, storeapi.ShowValues(func(key string, value []byte) []byte {
+			if out, err := registry.StoredJSON(value); err == nil {
+				return out // the JSON of a compressed object; any other value as stored
+			}
+			return value
+		})))
 		mux.Handle("GET "+BackupPath, backupHandler(node, id, cfg.Name, log))
 		mux.HandleFunc(CARotationPath, rotator.handler)
 		mux.Handle(SecretsPath, secrets.handler())

@@ -164,18 +164,28 @@ func (s *Store) decode(r *Resource, v kv.KeyValue, cfg scanConfig) (runtime.Obje
 	return obj, nil
 }
 
-// open decrypts a stored value of a key that is encrypted.
+// open is the JSON of a stored value: decrypted if its key is encrypted,
+// expanded if it was compressed.
 func (s *Store) open(key string, value []byte) ([]byte, error) {
-	if s.secrets == nil || !strings.HasPrefix(key, SecretsPrefix) {
-		return value, nil
+	if s.secrets != nil && strings.HasPrefix(key, SecretsPrefix) {
+		v, err := s.secrets.Open(key, value)
+		if err != nil {
+			return nil, err
+		}
+		value = v
 	}
-	return s.secrets.Open(key, value)
+	return StoredJSON(value)
 }
 
-// seal encrypts a value to store under key, if its key is encrypted.
+// seal is the value to store under key for the JSON value: encrypted if
+// its key is encrypted, else compressed. The size the store takes is the
+// JSON's, as etcd's is the request's, however well it compresses.
 func (s *Store) seal(key string, value []byte) ([]byte, error) {
+	if len(key)+len(value) > MaxWriteBytes {
+		return nil, tooLarge(len(key) + len(value))
+	}
 	if s.secrets == nil || !strings.HasPrefix(key, SecretsPrefix) {
-		return value, nil
+		return compressValue(value), nil
 	}
 	v, err := s.secrets.Seal(key, value)
 	if err != nil {

@@ -192,13 +192,17 @@ func (s *Store) storeNew(ctx context.Context, r *Resource, obj runtime.Object, o
 // it reaches Raft, whose log and followers would otherwise carry it.
 const MaxWriteBytes = 3 << 19
 
+func tooLarge(size int) error {
+	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes stored, more than the store takes in one write (%d)", size, MaxWriteBytes))
+}
+
 func (s *Store) propose(ctx context.Context, ops ...kv.Op) (kv.Result, error) {
 	size := 0
 	for _, op := range ops {
 		size += len(op.Key) + len(op.Value)
 	}
 	if size > MaxWriteBytes {
-		return kv.Result{}, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes stored, more than the store takes in one write (%d)", size, MaxWriteBytes))
+		return kv.Result{}, tooLarge(size)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()

@@ -92,3 +92,23 @@ func TestBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// ShowValues answers with the values as the store's user reads them, in
+// get and list alike.
+func TestShowValues(t *testing.T) {
+	c := rafttest.NewCluster(t, rafttest.Options{Size: 1})
+	srv := httptest.NewServer(storeapi.Handler(c.Node(c.IDs()[0]), slog.New(slog.DiscardHandler), true,
+		storeapi.ShowValues(func(key string, value []byte) []byte { return []byte(key + "=" + strings.ToUpper(string(value))) })))
+	t.Cleanup(srv.Close)
+	cl := storeapi.NewClient(srv.URL, nil)
+	ctx := t.Context()
+	if _, err := cl.Put(ctx, "/k", []byte("packed"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := cl.Get(ctx, "/k", false); err != nil || g.KV == nil || g.KV.Value != "/k=PACKED" {
+		t.Fatalf("get: %+v %v, want /k=PACKED", g.KV, err)
+	}
+	if l, err := cl.List(ctx, "/", 0); err != nil || len(l.KVs) != 1 || l.KVs[0].Value != "/k=PACKED" {
+		t.Fatalf("list: %+v %v, want /k=PACKED", l, err)
+	}
+}

@@ -38,8 +38,11 @@ const MaxValueSize = 1 << 20
 
 // Handler serves the store API of node; the keys (get, list, put,
 // delete), which go past every check of the API server, only with keys.
-func Handler(node *raft.Node, log *slog.Logger, keys bool) http.Handler {
+func Handler(node *raft.Node, log *slog.Logger, keys bool, opts ...Option) http.Handler {
 	s := &server{node: node, log: log}
+	for _, o := range opts {
+		o(s)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /store/v1/status", s.status)
 	if keys {
@@ -63,6 +66,17 @@ func Handler(node *raft.Node, log *slog.Logger, keys bool) http.Handler {
 type server struct {
 	node *raft.Node
 	log  *slog.Logger
+	show func(key string, value []byte) []byte
+}
+
+// Option changes what a Handler serves.
+type Option func(*server)
+
+// ShowValues makes the Handler answer with show(key, value) in place of
+// each stored value: the store's user reading its own format (compressed
+// values expanded, for one).
+func ShowValues(show func(key string, value []byte) []byte) Option {
+	return func(s *server) { s.show = show }
 }
 
 // requestTimeout bounds every request's wait for the store.
@@ -102,8 +116,12 @@ type Error struct {
 	Error string `json:"error"`
 }
 
-func toAPI(v kv.KeyValue) *KeyValue {
-	return &KeyValue{Key: v.Key, Value: string(v.Value), CreateRevision: v.CreateRevision, ModRevision: v.ModRevision, Version: v.Version}
+func (s *server) toAPI(v kv.KeyValue) *KeyValue {
+	value := v.Value
+	if s.show != nil {
+		value = s.show(v.Key, value)
+	}
+	return &KeyValue{Key: v.Key, Value: string(value), CreateRevision: v.CreateRevision, ModRevision: v.ModRevision, Version: v.Version}
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +150,7 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := GetResponse{Revision: rev}
 	if ok {
-		resp.KV = toAPI(v)
+		resp.KV = s.toAPI(v)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -157,7 +175,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := ListResponse{KVs: make([]KeyValue, 0, len(kvs)), More: more, Revision: rev}
 	for _, v := range kvs {
-		resp.KVs = append(resp.KVs, *toAPI(v))
+		resp.KVs = append(resp.KVs, *s.toAPI(v))
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -202,7 +220,7 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, op kv.Op) {
 	}
 	resp := WriteResponse{Succeeded: res.Succeeded, Revision: res.Revision}
 	if res.Current != nil {
-		resp.Current = toAPI(*res.Current)
+		resp.Current = s.toAPI(*res.Current)
 	}
 	code := http.StatusOK
 	if !res.Succeeded {
