@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -151,6 +152,25 @@ func TestReportHeapPerPodAtSameBoards(t *testing.T) {
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("the report lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// A size that adds no boards shows no join time, one that adds no pods no
+// placement rate nor bytes per pod: dashes, not zeros.
+func TestReportSizesThatAddNothing(t *testing.T) {
+	var b strings.Builder
+	rs := []result{{step: step{boards: 10}, deployments: 300 / replicasPer, newPods: 300, joined: time.Second, bound: time.Second, running: 2 * time.Second, writtenPerPod: 1000},
+		{step: step{boards: 100}, deployments: 300 / replicasPer, joined: 5 * time.Second},
+		{step: step{boards: 100}, deployments: 600 / replicasPer, newPods: 300, bound: 2 * time.Second, running: 3 * time.Second, writtenPerPod: 900}}
+	report(&b, benchkit.Env{}, rs, finalResults{})
+	for _, want := range []string{
+		`(?m)^\| 10 \| 300 \| 1\.0 s \| 300 \| 2\.0 s \|.*\| 1,000 B \|`,
+		`(?m)^\| 100 \| 300 \| 5\.0 s \| – \| – \|.*\| – \|`,
+		`(?m)^\| 100 \| 600 \| – \| 150 \| 3\.0 s \|.*\| 900 B \|`,
+	} {
+		if !regexp.MustCompile(want).MatchString(b.String()) {
+			t.Errorf("the report lacks %s:\n%s", want, b.String())
 		}
 	}
 }

@@ -31,14 +31,24 @@ func report(w io.Writer, env benchkit.Env, rs []result, fr finalResults) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| boards | pods | joins → Nodes Ready | pods bound/s | → all Running | RSS MiB | of which the binary's file pages MiB | live heap MiB | idle CPU % of a core | raft log in memory MiB | store on disk MiB | written per pod created | gossip per board | bench process CPU s growing / idle % / RSS MiB |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-	for _, r := range rs {
-		fmt.Fprintf(w, "| %d | %s | %.1f s | %s | %.1f s | %s | %s | %s | %s | %.1f | %.1f | %s B | %.0f B/s | %.0f / %.1f / %.0f |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
-			r.joined.Seconds(), benchkit.Group(float64(r.newPods)/r.bound.Seconds()), r.running.Seconds(),
+	for i, r := range rs {
+		// A size that adds no boards (or no pods) has no joins (or pods
+		// placed) to time.
+		joined, bound, running, written := "–", "–", "–", "–"
+		if i == 0 || r.boards > rs[i-1].boards {
+			joined = fmt.Sprintf("%.1f s", r.joined.Seconds())
+		}
+		if r.newPods > 0 {
+			bound, running = benchkit.Group(float64(r.newPods)/r.bound.Seconds()), fmt.Sprintf("%.1f s", r.running.Seconds())
+			written = benchkit.Group(r.writtenPerPod) + " B"
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %.0f B/s | %.0f / %.1f / %.0f |\n", r.boards, benchkit.Group(float64(r.deployments*replicasPer)),
+			joined, bound, running,
 			per3(r, func(s serverSample) float64 { return float64(s.rss) / mib }, "%.0f"),
 			per3(r, func(s serverSample) float64 { return float64(s.file) / mib }, "%.0f"),
 			per3(r, func(s serverSample) float64 { return float64(s.live) / mib }, "%.1f"),
 			cpu3(r), float64(r.servers[r.leader].logBytes)/mib, float64(r.servers[r.leader].storeBytes)/mib,
-			benchkit.Group(r.writtenPerPod), r.gossip, r.benchGrow.Seconds(), 100*r.benchIdle, float64(r.benchRSS)/mib)
+			written, r.gossip, r.benchGrow.Seconds(), 100*r.benchIdle, float64(r.benchRSS)/mib)
 	}
 	fmt.Fprintln(w)
 	last := rs[len(rs)-1]
