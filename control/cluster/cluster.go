@@ -350,7 +350,11 @@ func (s *Server) Run(ctx context.Context, boards Boards) error {
 	if err := secrets.load(); err != nil {
 		log.Warn("cluster: the Secrets' keys are not read yet", "err", err)
 	}
+	// Values are stored compressed once every store member runs this
+	// release, which the end of plain Raft links says (as for the
+	// Secrets' keys): an older server would not read them.
 	store := registry.New(registry.Config{Node: node, Logger: log, ServiceCIDR: cfg.ServiceCIDR, Secrets: secrets,
+		Compress:  s.raftTLS.allCurrent,
 		Resources: registry.NewResources(append(registry.Table(), crd.Resource()))})
 	// What the boards report of their usage, in memory only: kubectl top and the HPA controller read it.
 	usage := resourcemetrics.NewCache(resourcemetrics.Config{Registerer: reg})

@@ -61,6 +61,13 @@ func (r *raftTLS) allowPlain() bool {
 	return true
 }
 
+// allCurrent reports whether every store member runs this release (or a
+// later one): every member speaks TLS, as the store or this server's
+// data directory says.
+func (r *raftTLS) allCurrent() bool {
+	return !r.allowPlain()
+}
+
 // end takes no plain connection from now on, across restarts.
 func (r *raftTLS) end() {
 	if r.over.Swap(true) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/isle-cluster/isle/control/registry"
+	"github.com/isle-cluster/isle/raft"
 	"github.com/isle-cluster/isle/raft/kv"
 )
 
@@ -142,5 +144,29 @@ func TestStoredDictionaryUnchanged(t *testing.T) {
 	sum := sha256.Sum256(registry.StoredDictV1())
 	if got := hex.EncodeToString(sum[:]); got != storedDictV1SHA256 {
 		t.Fatalf("storedict-v1.json changed (sha256 %s, was %s): the values stored with it would no longer read; restore it and add a new dictionary with its own ID", got, storedDictV1SHA256)
+	}
+}
+
+// Until every store member reads compressed values (Config.Compress),
+// values are stored as JSON; then compressed from their next write.
+func TestStoredCompressedOnceEveryMemberReads(t *testing.T) {
+	var on atomic.Bool
+	e := newEnv(t, func(_ *raft.Config, rcfg *registry.Config) { rcfg.Compress = on.Load })
+	cms := e.cms(t)
+	key := "/registry/core/configmaps/default/a"
+	cm := e.create(t, cms, "default", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": strings.Repeat("v", 200)}}).(*corev1.ConfigMap)
+	if raw, _, _ := e.node.KV().Get(key); !bytes.HasPrefix(raw.Value, []byte("{")) {
+		t.Fatalf("stored as %q before every member reads compressed values, want JSON", raw.Value)
+	}
+	on.Store(true)
+	cm.Data["k"] = strings.Repeat("w", 200)
+	if _, err := e.Update(e.ctx, cms, "default", "a", "", cm, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _, _ := e.node.KV().Get(key); !bytes.HasPrefix(raw.Value, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		t.Fatalf("stored as %q once every member reads compressed values, want a zstd frame", raw.Value)
+	}
+	if got := e.get(t, cms, "default", "a").(*corev1.ConfigMap); got.Data["k"] != strings.Repeat("w", 200) {
+		t.Fatalf("read back %q", got.Data["k"])
 	}
 }

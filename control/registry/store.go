@@ -31,6 +31,7 @@ type Store struct {
 	writeTimeout time.Duration
 	serviceRange netip.Prefix
 	secrets      ValueCipher
+	compress     func() bool
 	fields       *fieldManagers
 	webhooks     atomic.Pointer[Webhooks]
 	shared       shared // decoded changes for watchers
@@ -50,6 +51,11 @@ type Config struct {
 	// Secrets, if set, encrypts the Secrets as they are stored and
 	// decrypts them as they are read.
 	Secrets ValueCipher
+	// Compress reports whether values may be stored compressed: once
+	// every store member reads them (during a rolling upgrade, a server
+	// of an older release would not). Nil: always. Compressed values are
+	// read whatever it says.
+	Compress func() bool
 }
 
 // ValueCipher encrypts stored values (AEAD), bound to their key: a value
@@ -82,7 +88,7 @@ func New(cfg Config) *Store {
 	}
 	return &Store{node: cfg.Node, resources: cfg.Resources, now: cfg.Now, log: cfg.Logger,
 		writeTimeout: cfg.WriteTimeout, serviceRange: cfg.ServiceCIDR.Masked(), secrets: cfg.Secrets,
-		fields: &fieldManagers{resources: cfg.Resources}}
+		compress: cfg.Compress, fields: &fieldManagers{resources: cfg.Resources}}
 }
 
 // Resources returns the served resources.
@@ -185,6 +191,9 @@ func (s *Store) seal(key string, value []byte) ([]byte, error) {
 		return nil, tooLarge(len(key) + len(value))
 	}
 	if s.secrets == nil || !strings.HasPrefix(key, SecretsPrefix) {
+		if s.compress != nil && !s.compress() {
+			return value, nil
+		}
 		return compressValue(value), nil
 	}
 	v, err := s.secrets.Seal(key, value)
