@@ -38,7 +38,8 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 	ls := &listStream{s: s, w: w, o: o, res: req}
 	var with []registry.ScanOption
 	if o.table && o.includeObject != "Object" {
-		with = append(with, registry.WithoutManagedFields()) // the rows show none
+		// The rows show no managedFields and change nothing.
+		with = append(with, registry.WithoutManagedFields(), registry.ReadOnly())
 	}
 	lm, err := s.store.Scan(r.Context(), req.Resource, req.Namespace, opts, ls.item, with...)
 	if err != nil {

@@ -73,6 +73,15 @@ func (s *Store) sharedObject(r *Resource, v kv.KeyValue) (runtime.Object, bool) 
 	return c.entries[k].object()
 }
 
+// sharedForm returns the object decoded from v of r in the one form,
+// with managedFields or without (lite), if it is shared.
+func (s *Store) sharedForm(r *Resource, v kv.KeyValue, lite bool) (runtime.Object, bool) {
+	c := &s.shared
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: lite}].object()
+}
+
 // decodeShared decodes v as fromStore does, or returns the object a
 // watcher of r already decoded for it. With lite, the object comes without
 // its managedFields: the form the in-process watchers keep (managedFields

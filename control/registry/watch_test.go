@@ -522,3 +522,46 @@ func TestWatchWithoutManagedFields(t *testing.T) {
 	}
 	same("a deletion", watch.Deleted)
 }
+
+// A caller that changes nothing (a Table's rows) is handed the objects
+// the in-process watchers share, in the form it asked for, not decoded
+// again; any other caller gets its own copies.
+func TestScanReadOnlySharesObjects(t *testing.T) {
+	e := newEnv(t)
+	cms := e.cms(t)
+	for i := range 3 {
+		e.create(t, cms, "default", newConfigMap(fmt.Sprintf("c%d", i), nil))
+	}
+	w := e.watch(t, cms, "default", metav1.ListOptions{}, registry.WithoutManagedFields())
+	held := map[string]runtime.Object{}
+	for range 3 {
+		obj := w.nextNonBookmark().Object
+		held[nameOf(obj)] = obj
+	}
+	scan := func(with ...registry.ScanOption) map[string]runtime.Object {
+		got := map[string]runtime.Object{}
+		if _, err := e.Scan(e.ctx, cms, "default", metav1.ListOptions{}, func(obj runtime.Object) error {
+			got[nameOf(obj)] = obj
+			return nil
+		}, with...); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for name, obj := range scan(registry.WithoutManagedFields(), registry.ReadOnly()) {
+		if obj != held[name] {
+			t.Errorf("%s: a read-only scan decoded it again; want the watchers' object", name)
+		}
+	}
+	for name, obj := range scan(registry.WithoutManagedFields()) {
+		if obj == held[name] {
+			t.Errorf("%s: a scan that may change its objects got the watchers' object", name)
+		}
+	}
+	// Read only but with managedFields: not the form the watchers hold.
+	for name, obj := range scan(registry.ReadOnly()) {
+		if obj == held[name] || len(obj.(*corev1.ConfigMap).ManagedFields) == 0 {
+			t.Errorf("%s: a read-only scan with managedFields got the watchers' object without them", name)
+		}
+	}
+}
