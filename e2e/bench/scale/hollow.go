@@ -163,7 +163,9 @@ func (f *fleet) grow(ctx context.Context, admin kubernetes.Interface, n, wave in
 		if err := waitNodesReady(ctx, admin, have+k+3, 5*time.Minute); err != nil {
 			return err
 		}
-		if err := f.waitGossip(ctx, have+k+3, 2*time.Minute); err != nil {
+		// On two CPUs, 250 hollow boards' gossip in one process takes
+		// minutes to see a wave alive everywhere (2 minutes was once short).
+		if err := f.waitGossip(ctx, have+k+3, 5*time.Minute); err != nil {
 			return err
 		}
 	}
