@@ -59,27 +59,26 @@ func (w weakObject) object() (runtime.Object, bool) {
 	return obj, ok
 }
 
+// get returns the object shared under k, if any cache still holds it.
+func (c *shared) get(k sharedKey) (runtime.Object, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k].object()
+}
+
 // sharedObject returns the object decoded from v of r, with or without
 // its managedFields, if a watcher's cache (or the newest changes) holds it.
 func (s *Store) sharedObject(r *Resource, v kv.KeyValue) (runtime.Object, bool) {
-	c := &s.shared
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: true}
-	if obj, ok := c.entries[k].object(); ok {
+	if obj, ok := s.sharedForm(r, v, true); ok {
 		return obj, true
 	}
-	k.lite = false
-	return c.entries[k].object()
+	return s.sharedForm(r, v, false)
 }
 
 // sharedForm returns the object decoded from v of r in the one form,
 // with managedFields or without (lite), if it is shared.
 func (s *Store) sharedForm(r *Resource, v kv.KeyValue, lite bool) (runtime.Object, bool) {
-	c := &s.shared
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: lite}].object()
+	return s.shared.get(sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: lite})
 }
 
 // decodeShared decodes v as fromStore does, or returns the object a
@@ -91,17 +90,15 @@ func (s *Store) sharedForm(r *Resource, v kv.KeyValue, lite bool) (runtime.Objec
 func (s *Store) decodeShared(r *Resource, v kv.KeyValue, lite bool) (runtime.Object, error) {
 	k := sharedKey{r: r, key: v.Key, rev: v.ModRevision, lite: lite}
 	c := &s.shared
-	c.mu.Lock()
-	obj, ok := c.entries[k].object()
-	var whole runtime.Object
-	if !ok && lite {
-		whole, _ = c.entries[sharedKey{r: r, key: v.Key, rev: v.ModRevision}].object()
-	}
-	c.mu.Unlock()
-	if ok {
+	if obj, ok := c.get(k); ok {
 		return obj, nil
 	}
-	if obj, ok = withoutManagedFieldsCopy(whole); !ok {
+	var whole runtime.Object
+	if lite {
+		whole, _ = s.sharedForm(r, v, false)
+	}
+	obj, ok := withoutManagedFieldsCopy(whole)
+	if !ok {
 		var err error
 		if obj, err = s.decode(r, v, scanConfig{noManagedFields: lite}); err != nil {
 			return nil, err
