@@ -83,15 +83,11 @@ type stub struct {
 func startStub(t *testing.T) *stub {
 	t.Helper()
 	st := &stub{}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, l, err := listenPair("127.0.0.1:0") // the same port on UDP and TCP
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.addr = pc.LocalAddr().String()
-	l, err := net.Listen("tcp", st.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, srv := range []*dns.Server{{PacketConn: pc}, {Listener: l}} {
 		var up sync.WaitGroup
 		up.Add(1)

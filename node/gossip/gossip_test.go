@@ -22,26 +22,6 @@ var fast = Tuning{ProbeInterval: 100 * time.Millisecond, ProbeTimeout: 50 * time
 
 var lo = netip.MustParseAddr("127.0.0.1")
 
-// freePort finds a port free for both TCP and UDP on loopback.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no port free for TCP and UDP")
-	return 0
-}
-
 func key(t *testing.T, secret string) []byte {
 	t.Helper()
 	k, err := DeriveKey(secret)
@@ -64,14 +44,16 @@ func start(t *testing.T, name string, role Role, k []byte) *board {
 
 func startTuned(t *testing.T, name string, role Role, k []byte, tuning Tuning) *board {
 	t.Helper()
-	port := freePort(t)
 	reg := prometheus.NewRegistry()
-	g, err := Start(Config{Meta: Meta{Name: name, Role: role, Arch: "arm64", Version: "test"}, Addr: lo, Port: port,
+	// The kernel chooses the port (memberlist binds TCP and UDP on it, and
+	// tries again when another socket holds the UDP one).
+	g, err := Start(Config{Meta: Meta{Name: name, Role: role, Arch: "arm64", Version: "test"}, Addr: lo, Port: anyPort,
 		Key: k, Tuning: &tuning, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = g.Stop() })
+	port := int(g.ml.LocalNode().Port)
 	return &board{Gossip: g, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), reg: reg}
 }
 
@@ -256,7 +238,7 @@ func TestEncryptedOnly(t *testing.T) {
 
 	var logs bytes.Buffer
 	mc := memberlist.DefaultLANConfig()
-	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "plain", "127.0.0.1", freePort(t), "127.0.0.1"
+	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "plain", "127.0.0.1", 0, "127.0.0.1"
 	mc.LogOutput = &logs
 	plain, err := memberlist.Create(mc)
 	if err != nil {
