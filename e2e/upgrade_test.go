@@ -79,18 +79,24 @@ func TestRollingUpgrade(t *testing.T) {
 	var mu sync.Mutex
 	var failures []string
 	var written []string
-	fail := func(what string, err error) {
+	// step is what the upgrade was doing, and since when, for the failures.
+	var step atomic.Value
+	setStep := func(what string) { step.Store(time.Now().Format("15:04:05.000") + " " + what) }
+	setStep("before the upgrade")
+	fail := func(what string, began time.Time, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		failures = append(failures, fmt.Sprintf("%s %s: %v", time.Now().Format("15:04:05.000"), what, err))
+		failures = append(failures, fmt.Sprintf("%s (began %s, during: %s) %s: %v",
+			time.Now().Format("15:04:05.000"), began.Format("15:04:05.000"), step.Load(), what, err))
 		failed.Add(1)
 	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
+			began := time.Now()
 			if err := get(); err != nil {
-				fail("GET /hello", err)
+				fail("GET /hello", began, err)
 			}
 			gets.Add(1)
 			time.Sleep(100 * time.Millisecond)
@@ -100,8 +106,9 @@ func TestRollingUpgrade(t *testing.T) {
 		defer wg.Done()
 		for i := 0; ctx.Err() == nil; i++ {
 			name := fmt.Sprintf("during-upgrade-%d", i)
+			began := time.Now()
 			if out, errOut, err := k.run("", "create", "configmap", name, "--from-literal=i="+fmt.Sprint(i), "--request-timeout=20s"); err != nil {
-				fail("kubectl create configmap "+name, fmt.Errorf("%v: %s%s", err, out, errOut))
+				fail("kubectl create configmap "+name, began, fmt.Errorf("%v: %s%s", err, out, errOut))
 			} else {
 				mu.Lock()
 				written = append(written, name)
@@ -149,6 +156,7 @@ func TestRollingUpgrade(t *testing.T) {
 			// address first; the README's upgrade procedure from it does
 			// both (isle vip drain of this release, then that release's
 			// transfer-leader).
+			setStep("isle vip drain on " + leader)
 			if out, err := exec.Command("ip", "netns", "exec", "isle-"+leader, newBin, "vip", "drain", "--vip", vip).CombinedOutput(); err != nil {
 				t.Fatalf("isle vip drain on %s: %v\n%s", leader, err, out)
 			}
@@ -159,6 +167,7 @@ func TestRollingUpgrade(t *testing.T) {
 					to = m.RaftID
 				}
 			}
+			setStep("isle store transfer-leader " + to + " on " + leader)
 			out, err := exec.Command("ip", "netns", "exec", "isle-"+leader, oldBin, "store", "transfer-leader", to).CombinedOutput()
 			if err != nil {
 				t.Fatalf("isle store transfer-leader %s on %s: %v\n%s", to, leader, err, out)
@@ -175,10 +184,12 @@ func TestRollingUpgrade(t *testing.T) {
 				}
 			}
 		}
+		setStep("isle board upgrade " + b)
 		out, err := exec.Command(newBin, "board", "upgrade", b, "--dir", isl.dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("isle board upgrade %s: %v\n%s", b, err, out)
 		}
+		setStep("waiting for " + b + " upgraded")
 		waitFor(t, 90*time.Second, b+" alive in gossip with the new isle, its Node Ready, three voters", func() bool {
 			ms, err := members()
 			if err != nil || !nodeReady(k, b) {
@@ -212,11 +223,34 @@ func TestRollingUpgrade(t *testing.T) {
 	for _, f := range failures {
 		t.Errorf("failed during the upgrade: %s", f)
 	}
+	if len(failures) > 0 {
+		isl.logLeadership(t)
+	}
 	t.Logf("%d GETs of /hello and %d ConfigMap writes during the upgrade, %d failed", gets.Load(), writes.Load(), len(failures))
 	out := k.ok(t, "get", "configmaps", "-o", "name")
 	for _, name := range written {
 		if !strings.Contains(out, "configmap/"+name+"\n") {
 			t.Errorf("acknowledged ConfigMap %s lost in the upgrade", name)
 		}
+	}
+}
+
+// logLeadership logs, from every board's whole isle log (the releases
+// before and after the upgrade), the lines that say where leadership and
+// the floating address went, and the routes to the boards' pods.
+func (i *testIsland) logLeadership(t *testing.T) {
+	for _, b := range i.state.Boards {
+		out, err := os.ReadFile(filepath.Join(i.dir, b.Name, "isle.log"))
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "vip") || strings.Contains(l, "leader") || strings.Contains(l, "route to a peer") ||
+				strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("--- %s isle.log: leadership, floating address, pod routes, warnings ---\n%s", b.Name, strings.Join(lines, "\n"))
 	}
 }
