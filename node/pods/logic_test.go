@@ -316,3 +316,37 @@ func TestSysctls(t *testing.T) {
 		t.Errorf("podSysctls: %v", got)
 	}
 }
+
+// A pod that came with its node (a DaemonSet's) has no PodScheduled
+// condition from the scheduler: the board's status says it is scheduled,
+// as the kubelet's does (the conformance spec "NodeSelector is respected
+// if not matching" failed on a DaemonSet's pod without it); one the
+// scheduler bound keeps the scheduler's.
+func TestStatusReportsPodScheduled(t *testing.T) {
+	m := &Manager{cfg: Config{NodeIP: "10.77.0.14"}}
+	bound := metav1.NewTime(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name  string
+		conds []corev1.PodCondition
+		want  metav1.Time // the PodScheduled condition's time; zero: now
+	}{
+		{"created on its node", nil, metav1.Time{}},
+		{"bound by the scheduler", []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: bound}}, bound},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "pi4"}, Status: corev1.PodStatus{Conditions: tc.conds}}
+		st := m.podStatus(pod, &podState{})
+		var got []corev1.PodCondition
+		for _, c := range st.Conditions {
+			if c.Type == corev1.PodScheduled {
+				got = append(got, c)
+			}
+		}
+		if len(got) != 1 || got[0].Status != corev1.ConditionTrue {
+			t.Errorf("%s: PodScheduled conditions %+v, want one, True", tc.name, got)
+			continue
+		}
+		if tc.want.IsZero() && time.Since(got[0].LastTransitionTime.Time) > time.Minute || !tc.want.IsZero() && !got[0].LastTransitionTime.Equal(&tc.want) {
+			t.Errorf("%s: PodScheduled since %v, want %v (zero: now)", tc.name, got[0].LastTransitionTime, tc.want)
+		}
+	}
+}

@@ -89,13 +89,21 @@ func (m *Manager) podStatus(pod *corev1.Pod, ps *podState) corev1.PodStatus {
 		st.Conditions[1].Reason, st.Conditions[2].Reason = "PodCompleted", "PodCompleted"
 		st.Conditions[1].Message, st.Conditions[2].Message = "", ""
 	}
-	// Conditions others own (PodScheduled, readiness gates, DisruptionTarget) stay.
+	// Conditions others own (PodScheduled, readiness gates, DisruptionTarget)
+	// stay. A pod that came with its node (a DaemonSet's, or one created
+	// with spec.nodeName) has no PodScheduled from the scheduler: as the
+	// kubelet does, the board reports it scheduled, here.
+	scheduled := false
 	for _, c := range pod.Status.Conditions {
 		switch c.Type {
 		case corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady:
 		default:
+			scheduled = scheduled || c.Type == corev1.PodScheduled
 			st.Conditions = append(st.Conditions, c)
 		}
+	}
+	if !scheduled {
+		st.Conditions = append(st.Conditions, cond(corev1.PodScheduled, true, "", ""))
 	}
 	return st
 }
