@@ -103,16 +103,20 @@ type run struct {
 
 // Run reconciles until ctx ends (when this member stops leading).
 func (c *Controller) Run(ctx context.Context) {
-	r := &run{Controller: c,
+	r := c.newRun()
+	var wg sync.WaitGroup
+	wg.Go(func() { r.watch(ctx) })
+	kit.RunWorkers(ctx, workers, r.queue, func(key string) { r.work(ctx, key) })
+	wg.Wait()
+}
+
+func (c *Controller) newRun() *run {
+	return &run{Controller: c,
 		services:  kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("services")),
 		endpoints: kit.MustLookup(c.store, corev1.SchemeGroupVersion.WithResource("endpoints")),
 		slices:    kit.MustLookup(c.store, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")),
 		queue:     kit.NewQueue(retryBase, retryMax),
 		gone:      map[string]bool{}}
-	var wg sync.WaitGroup
-	wg.Go(func() { r.watch(ctx) })
-	kit.RunWorkers(ctx, workers, r.queue, func(key string) { r.work(ctx, key) })
-	wg.Wait()
 }
 
 // watch follows Services, Endpoints and slices and queues the Services
@@ -191,14 +195,11 @@ func (r *run) sync(ctx context.Context, key string) error {
 			mirrored = append(mirrored, s)
 		}
 	}
-	r.mu.Lock()
-	gone := r.gone[key]
-	delete(r.gone, key)
-	r.mu.Unlock()
 	switch {
 	case svc == nil:
 		// The Endpoints of a deleted Service go: whoever wrote them when the
 		// deletion was seen, this controller's when found later.
+		gone := r.takeGone(key)
 		var errs []error
 		if ep != nil && (gone || ep.Labels[managedByLabel] == controllerName) {
 			errs = append(errs, r.delete(ctx, r.endpoints, ep))
@@ -212,6 +213,18 @@ func (r *run) sync(ctx context.Context, key string) error {
 		return r.deleteAll(ctx, mirrored)
 	}
 	return r.mirror(ctx, ep, mirrored)
+}
+
+// takeGone says whether the Service of key was seen deleted, and forgets
+// it. Only a sync that found no Service takes it: one that read the
+// Service before its deletion was seen leaves it to the sync the deletion
+// queued (it took it, and that sync left a user's Endpoints behind).
+func (r *run) takeGone(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gone := r.gone[key]
+	delete(r.gone, key)
+	return gone
 }
 
 // getAs reads one object at this member's revision; nil if there is none.
