@@ -291,8 +291,15 @@ func (c *Controller) sync(ctx context.Context, nodes, pods *registry.Resource, s
 		if msg != "" && kit.NodeReadyStatus(n) != corev1.ConditionUnknown {
 			if marked := c.markUnknown(ctx, nodes, n.Name, msg, now); marked != nil {
 				n = marked
-				c.markPodsNotReady(ctx, pods, n.Name, now)
 			}
+		}
+		// The pods of a lost board are not ready: those ready when it was
+		// marked, and any whose Ready arrives since (a status written late,
+		// or seen late by this controller's cache), as Kubernetes' controller
+		// marks a pod updated on a node that is not ready. A board gossip
+		// shows alive again is left to report its own.
+		if kit.NodeReadyStatus(n) == corev1.ConditionUnknown && !alive[n.Name] {
+			c.markPodsNotReady(ctx, pods, n.Name, now)
 		}
 		c.syncTaints(ctx, nodes, n, now)
 		if n.Spec.PodCIDR == "" {

@@ -447,3 +447,36 @@ func TestNodeLifecycleListsNoPods(t *testing.T) {
 	e.MustCreate(t, pods, "default", podOn("goes", "lost"))
 	tabletest.Eventually(t, "a pod bound to the lost board later evicted", func() bool { return e.evicted(t, "goes") })
 }
+
+// A pod whose Ready arrives after its board was marked lost (a status
+// written late) is marked not ready too, as Kubernetes' controller marks a
+// pod updated on a node that is not ready; before, only the pods ready at
+// the moment of marking were (TestNodeLifecycleListsNoPods failed under
+// armv6 emulation when the controller's cache saw the pod's Ready late).
+func TestNodeLifecyclePodReadyAfterTheMark(t *testing.T) {
+	e, live := lifecycleEnv(t, time.Hour, time.Hour)
+	e.Namespace(t, "default")
+	nodes, pods := e.Res(t, "", "v1", "nodes"), e.Res(t, "", "v1", "pods")
+	for _, name := range []string{"pi1", "pi2", "pi3", "lost"} {
+		live.set(name, nodelifecycle.BoardAlive)
+		e.MustCreate(t, nodes, "", tabletest.ReadyNode(name))
+	}
+	hour := int64(3600)
+	p := podOn("late", "lost")
+	p.Spec.Tolerations[0].TolerationSeconds = &hour
+	e.MustCreate(t, pods, "default", p)
+	live.set("lost", nodelifecycle.BoardDead)
+	tabletest.Eventually(t, "the lost board marked", func() bool {
+		return kit.NodeReadyStatus(e.node(t, "lost")) == corev1.ConditionUnknown
+	})
+	if _, err := e.Mutate(e.Ctx, pods, "default", "late", "status", func(obj runtime.Object) error {
+		obj.(*corev1.Pod).Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tabletest.Eventually(t, "the pod ready after the mark made not ready", func() bool {
+		obj, _ := e.Exists(t, pods, "default", "late")
+		return !kit.PodReady(obj.(*corev1.Pod))
+	})
+}
