@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +214,41 @@ spec:
 		}
 	})
 	t.Run("agent restart keeps pod networking", func(t *testing.T) {
+		// A graceful restart first (SIGTERM, as a package upgrade or
+		// systemctl restart does): pi3 says goodbye as its isle stops, and
+		// the other boards keep the route to its pods, which go on
+		// running, all along (a connection in flight to one of them
+		// stalled while the route was gone).
+		route := fmt.Sprintf("%v via %v", nodeCIDR["pi3"], isl.boardAddr("pi3"))
+		done := make(chan struct{})
+		stop := sync.OnceFunc(func() { close(done) })
+		defer stop()
+		gaps := make(chan string, 1)
+		go func() {
+			defer close(gaps)
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				out, err := exec.Command("ip", "-n", "isle-pi2", "route").CombinedOutput()
+				if err == nil && !strings.Contains(string(out), route) {
+					gaps <- time.Now().Format("15:04:05.000") + "\n" + string(out)
+					return
+				}
+			}
+		}()
+		isl.board(t, "upgrade", "pi3")
+		if err := hello(isl.podNetns(a), b.Status.PodIP); err != nil {
+			t.Fatalf("after a graceful restart: %v", err)
+		}
+		waitFor(t, 30*time.Second, "pi3 Ready again", func() bool { return nodeReady(isl.kubectl, "pi3") })
+		stop()
+		if gap, ok := <-gaps; ok {
+			t.Fatalf("pi2's route %q to pi3's pods went during pi3's graceful restart, at %s", route, gap)
+		}
+		// Then a crash (kill -9 of isle alone).
 		isl.board(t, "restart", "pi3")
 		// The pod answers while isle is down and after it is back.
 		if err := hello(isl.podNetns(a), b.Status.PodIP); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,34 +75,44 @@ func (p *podNetwork) setPodCIDR(cidr string) error {
 }
 
 // peersOf are the other boards with a pod CIDR, as gossip knows them: the
-// routes to their pods. Boards that left the cluster are dropped; dead
-// ones keep their route, which works again when they come back. known holds
-// the pod CIDR each board last announced: a board whose isle restarts
-// rejoins gossip before it announces its CIDR again, and its pods, which
-// kept running, keep their route meanwhile. peersOf updates known.
+// routes to their pods. Boards that are gone keep their route, whether
+// they died or said goodbye: a board says goodbye whenever its isle stops,
+// and its pods, which keep running, stay reachable while it restarts
+// (connections in flight included). known holds the pod CIDR each board
+// last announced: a board whose isle restarts rejoins gossip before it
+// announces its CIDR again, and its route stays meanwhile. A gone board's
+// CIDR that an alive board announces (given anew after the gone board was
+// removed) routes to the alive one. peersOf updates known.
 func peersOf(members []gossip.Member, self string, known map[string]podnet.Peer) []podnet.Peer {
-	var out []podnet.Peer
+	var alive, gone []podnet.Peer
 	for _, m := range members {
 		if m.Name == self {
-			continue
-		}
-		if m.State == gossip.Left {
-			delete(known, m.Name)
 			continue
 		}
 		c, err := netip.ParsePrefix(m.PodCIDR)
 		switch {
 		case m.PodCIDR == "":
-			if p, ok := known[m.Name]; ok && p.Addr == m.Addr.Addr() {
-				out = append(out, p)
+			p, ok := known[m.Name]
+			if !ok || p.Addr != m.Addr.Addr() {
+				continue
 			}
-			continue
+			c = p.PodCIDR
 		case err != nil:
 			continue // not a prefix: no route (podnet checks the rest)
 		}
 		p := podnet.Peer{Name: m.Name, Addr: m.Addr.Addr(), PodCIDR: c}
 		known[m.Name] = p
-		out = append(out, p)
+		if m.State == gossip.Alive || m.State == gossip.Suspect {
+			alive = append(alive, p)
+		} else {
+			gone = append(gone, p)
+		}
+	}
+	out := alive
+	for _, g := range gone {
+		if !slices.ContainsFunc(alive, func(a podnet.Peer) bool { return a.PodCIDR.Overlaps(g.PodCIDR) }) {
+			out = append(out, g)
+		}
 	}
 	return out
 }

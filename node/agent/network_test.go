@@ -38,11 +38,18 @@ func TestPeersOf(t *testing.T) {
 	check("pi2's isle restarted, no CIDR yet", []gossip.Member{self, member("pi2", "10.77.0.12", "", gossip.Alive),
 		member("pi3", "10.77.0.13", "10.42.2.0/24", gossip.Dead)},
 		"pi2 10.42.1.0/24 via 10.77.0.12", "pi3 10.42.2.0/24 via 10.77.0.13")
-	check("pi3 left", []gossip.Member{self, member("pi2", "10.77.0.12", "", gossip.Alive), member("pi3", "10.77.0.13", "", gossip.Left)},
-		"pi2 10.42.1.0/24 via 10.77.0.12")
-	check("pi3 back without a CIDR: forgotten", []gossip.Member{self, member("pi2", "10.77.0.12", "10.42.1.0/24", gossip.Alive),
+	check("pi3's isle stopped and said goodbye: its pods keep running", []gossip.Member{self, member("pi2", "10.77.0.12", "", gossip.Alive),
+		member("pi3", "10.77.0.13", "10.42.2.0/24", gossip.Left)},
+		"pi2 10.42.1.0/24 via 10.77.0.12", "pi3 10.42.2.0/24 via 10.77.0.13")
+	check("pi3 back without a CIDR yet", []gossip.Member{self, member("pi2", "10.77.0.12", "10.42.1.0/24", gossip.Alive),
 		member("pi3", "10.77.0.13", "", gossip.Alive)},
-		"pi2 10.42.1.0/24 via 10.77.0.12")
+		"pi2 10.42.1.0/24 via 10.77.0.12", "pi3 10.42.2.0/24 via 10.77.0.13")
+	check("pi3 left and its CIDR given to pi4", []gossip.Member{self, member("pi2", "10.77.0.12", "10.42.1.0/24", gossip.Alive),
+		member("pi3", "10.77.0.13", "10.42.2.0/24", gossip.Left), member("pi4", "10.77.0.14", "10.42.2.0/24", gossip.Alive)},
+		"pi2 10.42.1.0/24 via 10.77.0.12", "pi4 10.42.2.0/24 via 10.77.0.14")
+	check("pi3 dead, pi4 suspected, the same CIDR", []gossip.Member{self, member("pi3", "10.77.0.13", "10.42.2.0/24", gossip.Dead),
+		member("pi4", "10.77.0.14", "10.42.2.0/24", gossip.Suspect)},
+		"pi4 10.42.2.0/24 via 10.77.0.14")
 	check("pi2 at another address without a CIDR", []gossip.Member{self, member("pi2", "10.77.0.22", "", gossip.Alive)})
 	check("a CIDR that is not one", []gossip.Member{self, member("pi4", "10.77.0.14", "10.42.x", gossip.Alive)})
 }
