@@ -39,7 +39,10 @@ type Network struct {
 	records map[types.UID]*record
 	last    netip.Addr // the address handed out last
 	peers   []Peer
-	warned  map[string]string // peer name → why it was last skipped
+	// peersSet: SetPeers was called. Until then the routes a restarted
+	// agent finds are left as they are: its peers are not known yet.
+	peersSet bool
+	warned   map[string]string // peer name → why it was last skipped
 	// tableStale: the nftables table does not follow the records (a
 	// write failed, or came before SetPodCIDR).
 	tableStale bool
@@ -149,10 +152,10 @@ func (n *Network) release(r *record) error {
 }
 
 // SetPodCIDR gives the board its pod CIDR: the bridge with the gateway
-// address (the first of p), forwarding, the nftables table and the peers'
-// routes. Calling it again is cheap and repairs what was changed. A CIDR
-// that does not hold the addresses of attached pods is an error, and
-// nothing is changed.
+// address (the first of p), forwarding, the nftables table and, once
+// SetPeers gave the peers, their routes. Calling it again is cheap and
+// repairs what was changed. A CIDR that does not hold the addresses of
+// attached pods is an error, and nothing is changed.
 func (n *Network) SetPodCIDR(p netip.Prefix) error {
 	if err := checkPodCIDR(p, n.cfg.ClusterCIDR); err != nil {
 		return fmt.Errorf("podnet: %w", err)
@@ -192,6 +195,9 @@ func (n *Network) SetPodCIDR(p netip.Prefix) error {
 	n.podCIDR, n.mtu = p, mtu
 	if err := n.writeTable(); err != nil {
 		return err
+	}
+	if !n.peersSet {
+		return nil
 	}
 	return n.reconcileRoutes()
 }
@@ -346,7 +352,7 @@ func (n *Network) SetPeers(peers []Peer) error {
 	if err := n.usable(); err != nil {
 		return err
 	}
-	n.peers = slices.Clone(peers)
+	n.peers, n.peersSet = slices.Clone(peers), true
 	return n.reconcileRoutes()
 }
 

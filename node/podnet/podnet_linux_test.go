@@ -444,6 +444,14 @@ func TestPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("replace", map[string]string{"10.42.2.0/24": "10.99.0.12", "10.42.3.0/24": "10.99.0.23"})
+	// The agent restarts: the routes stay while it does not know its
+	// peers yet (its pods keep talking to the other boards' pods).
+	a.net.Close()
+	a.start()
+	if err := a.net.SetPodCIDR(a.cidr); err != nil {
+		t.Fatal(err)
+	}
+	check("restart, peers not known yet", map[string]string{"10.42.2.0/24": "10.99.0.12", "10.42.3.0/24": "10.99.0.23"})
 	if err := a.net.SetPeers([]Peer{c}); err != nil {
 		t.Fatal(err)
 	}
