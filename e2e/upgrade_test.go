@@ -154,13 +154,15 @@ func TestRollingUpgrade(t *testing.T) {
 			// The release before this one does not hand leadership on when
 			// it stops, nor hold back new connections to the floating
 			// address first; the README's upgrade procedure from it does
-			// both (isle vip drain of this release, then that release's
-			// transfer-leader).
+			// both (isle vip drain of this release, then, five seconds
+			// later, that release's transfer-leader: a request the 0.1
+			// leader passed to a pod of the server upgraded last may have
+			// lost its route for a moment, and takes a few seconds).
 			setStep("isle vip drain on " + leader)
 			if out, err := exec.Command("ip", "netns", "exec", "isle-"+leader, newBin, "vip", "drain", "--vip", vip).CombinedOutput(); err != nil {
 				t.Fatalf("isle vip drain on %s: %v\n%s", leader, err, out)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(5 * time.Second)
 			to := ""
 			for _, m := range ms {
 				if m.Name == order[0] {
