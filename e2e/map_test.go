@@ -297,13 +297,26 @@ func TestMap(t *testing.T) {
 		sameKeys(page, "claims", `.item[data-kind="pvcs"]`, func() []string { return names(t, k, "pvc", true) })
 		sameKeys(page, "volumes", `.item[data-kind="pvs"]`, func() []string { return names(t, k, "pv", false) })
 		// The orange road from the gate to the Service's ready pods, the
-		// green reads and writes of the counter's claim.
+		// green reads and writes of the counter's claim once its pod runs
+		// (its claim is bound for it first, so it starts after the others;
+		// the page draws what it has seen within linesEvery).
+		waitFor(t, 60*time.Second, "the counter's pod Running", func() bool {
+			return k.ok(t, "get", "pods", "-l", "app=hello-counter", "-o", "jsonpath={.items[*].status.phase}") == "Running"
+		})
 		var lines map[string]int
-		if err := page.eval(`[...document.querySelectorAll("#flows path.flow")].reduce((m, p) => (m[p.classList[1]] = (m[p.classList[1]] || 0) + 1, m), {})`, &lines); err != nil {
-			t.Fatal(err)
-		}
-		if lines["orange"] < 2+3 || lines["green"] < 1 || lines["grey"] < 1 {
-			t.Errorf("lasting lines: %v, want ≥ 5 orange (gate, Ingress, 3 pods), a green and a grey", lines)
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			if err := page.eval(`[...document.querySelectorAll("#flows path.flow")].reduce((m, p) => (m[p.classList[1]] = (m[p.classList[1]] || 0) + 1, m), {})`, &lines); err != nil {
+				t.Fatal(err)
+			}
+			if lines["orange"] >= 2+3 && lines["green"] >= 1 && lines["grey"] >= 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("lasting lines 5 s after the counter's pod ran: %v, want ≥ 5 orange (gate, Ingress, 3 pods), a green and a grey", lines)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		// Packets: requests through the Ingress make the roads to the
 		// pods that answer them move, once the boards' usage reports
