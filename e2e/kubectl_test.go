@@ -161,6 +161,30 @@ func mustMatch(t *testing.T, what, got string, patterns ...string) {
 	}
 }
 
+// mustMatchSoon is mustMatch for output that follows the cluster's
+// controllers, agents or watches: it reads it again until it matches every
+// pattern or d has passed, and fails with the last read.
+func mustMatchSoon(t *testing.T, d time.Duration, what string, read func() string, patterns ...string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got, missing := read(), ""
+		for _, p := range patterns {
+			if !regexp.MustCompile(p).MatchString(got) {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: output does not match %q after %v:\n%s", what, missing, d, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // kubectlVersions lists the kubectl binaries to test: the one on PATH, and
 // the versioned ones bundled beside it on these machines (1.30 and later).
 func kubectlVersions(t *testing.T) map[string]string {
@@ -299,20 +323,24 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 	})
 
 	t.Run("watch streams changes", func(t *testing.T) {
+		// kubectl lists, then watches from the list's version: once the
+		// marker made before it is printed, every later change streams.
+		k.ok(t, "create", "configmap", "watch-marker")
 		cmd := k.cmd("", "get", "configmaps", "-w", "--output-watch-events")
-		var out bytes.Buffer
+		var out syncBuffer
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		time.Sleep(time.Second) // let the watch start; changes before it would be listed, not streamed
+		waitFor(t, 10*time.Second, "the watch to list the marker", func() bool { return strings.Contains(out.String(), "watch-marker") })
 		k.ok(t, "create", "configmap", "watched", "--from-literal=a=b")
 		k.ok(t, "patch", "configmap", "watched", "-p", `{"data":{"a":"c"}}`)
 		k.ok(t, "delete", "configmap", "watched")
+		k.ok(t, "delete", "configmap", "watch-marker")
 		waitFor(t, 10*time.Second, "the watch to show ADDED, MODIFIED and DELETED", func() bool {
 			s := out.String()
-			return strings.Contains(s, "ADDED") && strings.Contains(s, "MODIFIED") && strings.Contains(s, "DELETED")
+			return regexp.MustCompile(`ADDED +watched`).MatchString(s) && strings.Contains(s, "MODIFIED") && regexp.MustCompile(`DELETED +watched`).MatchString(s)
 		})
 	})
 
@@ -383,7 +411,10 @@ func kubectlAcceptance(t *testing.T, bin string, c *storeCluster, kubectl string
 		waitFor(t, 20*time.Second, "three pods owned by the rc", func() bool {
 			return strings.Count(k.ok(t, "get", "pods", "-l", "app=old", "-o", `jsonpath={range .items[*]}{.metadata.ownerReferences[0].kind}{"\n"}{end}`), "ReplicationController\n") == 3
 		})
-		mustMatch(t, "describe rc", k.ok(t, "describe", "rc", "old"), `(?m)^Selector: +app=old$`, `(?m)^Replicas: +3 current / 3 desired$`)
+		// "current" is the rc's status, which its controller writes after
+		// the pods are made.
+		mustMatchSoon(t, 20*time.Second, "describe rc", func() string { return k.ok(t, "describe", "rc", "old") },
+			`(?m)^Selector: +app=old$`, `(?m)^Replicas: +3 current / 3 desired$`)
 		mustMatch(t, "expose rc", k.ok(t, "expose", "rc", "old", "--port=80", "--target-port=8080"), `service/old exposed`)
 		waitFor(t, 20*time.Second, "the Service's Endpoints", func() bool {
 			out, _, err := k.run("", "get", "endpoints", "old", "-o", "jsonpath={.metadata.labels.endpoints\\.kubernetes\\.io/managed-by}")

@@ -226,7 +226,7 @@ func TestMap(t *testing.T) {
 		}
 	}
 	sameKeys(page, "boards", ".board", func() []string { return names(t, k, "nodes", false) })
-	mustMatch(t, "the memory tree", page.text("tree-facts"), `leader: pi\d`, `quorum: 3/3`)
+	mustMatchSoon(t, 20*time.Second, "the memory tree", func() string { return page.text("tree-facts") }, `leader: pi\d`, `quorum: 3/3`)
 	page.screenshot("1-boards")
 
 	t.Run("the hello app applied: the blue flow and its bubbles", func(t *testing.T) {
@@ -369,7 +369,11 @@ spec:
 		// The student opens it with isle map, not kubectl proxy.
 		sp := b.open(t, "student", startIsleMap(t, isl.bin, kc))
 		sameKeys(sp, "pods", ".pod", func() []string { return []string{"class-a/lesson"} })
-		node := strings.TrimSpace(k.ok(t, "get", "pod", "lesson", "-n", "class-a", "-o", "jsonpath={.spec.nodeName}"))
+		var node string
+		waitFor(t, 30*time.Second, "the lesson placed", func() bool {
+			node = strings.TrimSpace(k.ok(t, "get", "pod", "lesson", "-n", "class-a", "-o", "jsonpath={.spec.nodeName}"))
+			return node != ""
+		})
 		sameKeys(sp, "boards", ".board.noaccess", func() []string { return []string{node} })
 		if got := sp.keys(`.item[data-kind="services"], .item[data-kind="pvs"], .item[data-kind="pvcs"]`); len(got) != 0 {
 			t.Errorf("the student's map shows %v", got)

@@ -126,9 +126,20 @@ spec:
 		}
 	})
 	t.Run("hostPort", func(t *testing.T) {
-		body, err := httpGet(boardNetns("pi1"), "http://"+isl.state.Boards[2].Addr.String()+":8081/hello")
-		if err != nil || body != "hello from hp\n" {
-			t.Fatalf("GET pi3:8081 from pi1: %q, %v", body, err)
+		// The pod's probe asks its own address, not the host port: the
+		// rule may come a moment after Ready.
+		var body string
+		var err error
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			body, err = httpGet(boardNetns("pi1"), "http://"+isl.state.Boards[2].Addr.String()+":8081/hello")
+			if err == nil && body == "hello from hp\n" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET pi3:8081 from pi1 for 10 s: %q, %v", body, err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 		isl.kubectl.ok(t, "delete", "pod", "hp")
 		waitFor(t, 30*time.Second, "hostPort 8081 gone with its pod", func() bool {

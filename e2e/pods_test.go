@@ -297,8 +297,11 @@ spec:
 		if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last.FinishedAt.Sub(last.StartedAt.Time) < 2*time.Second {
 			t.Fatalf("killed %v after it started, while it was still alive", last.FinishedAt.Sub(last.StartedAt.Time))
 		}
-		ev := b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=hang", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
-		mustMatch(t, "events of hang", ev, `Unhealthy: Liveness probe failed`, `Killing: Container c failed liveness probe, will be restarted`)
+		// The board posts its Events from a queue of their own, beside
+		// the pod's status.
+		mustMatchSoon(t, 15*time.Second, "events of hang", func() string {
+			return b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=hang", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+		}, `Unhealthy: Liveness probe failed`, `Killing: Container c failed liveness probe, will be restarted`)
 	})
 
 	t.Run("readiness flips Ready", func(t *testing.T) {
@@ -347,8 +350,8 @@ spec:
 		if p.Status.Phase != corev1.PodPending {
 			t.Fatalf("phase %s, want Pending", p.Status.Phase)
 		}
-		desc := b.kubectl.ok(t, "describe", "pod", "noimage")
-		mustMatch(t, "describe noimage", desc, `Failed to pull image .*nothere:1.*not found`)
+		mustMatchSoon(t, 15*time.Second, "describe noimage", func() string { return b.kubectl.ok(t, "describe", "pod", "noimage") },
+			`Failed to pull image .*nothere:1.*not found`)
 	})
 
 	t.Run("bad command", func(t *testing.T) {
@@ -377,7 +380,9 @@ spec:
 	t.Run("logs follow, exec with stdin and exit codes", func(t *testing.T) {
 		t.Parallel()
 		b.waitPod(t, "talker", 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-		mustMatch(t, "logs --tail", b.kubectl.ok(t, "logs", "talker", "--tail=1"), `^line \d+\n$`)
+		// Running comes when the container starts, its first line a
+		// moment later.
+		mustMatchSoon(t, 10*time.Second, "logs --tail", func() string { return b.kubectl.ok(t, "logs", "talker", "--tail=1") }, `^line \d+\n$`)
 		mustMatch(t, "logs --timestamps", b.kubectl.ok(t, "logs", "talker", "--timestamps", "--tail=1"), `^\d{4}-\d\d-\d\dT\S+Z line \d+\n$`)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -751,8 +756,9 @@ spec:
 			cs := p.Status.ContainerStatuses
 			return len(cs) == 1 && cs[0].State.Waiting != nil && strings.Contains(cs[0].State.Waiting.Reason, "Image")
 		})
-		ev := b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=nosecret", "-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
-		mustMatch(t, "events of a pull without credentials", ev, `(?i)failed to pull image .*(401|unauthorized|authorization failed)`)
+		mustMatchSoon(t, 15*time.Second, "events of a pull without credentials", func() string {
+			return b.kubectl.ok(t, "get", "events", "--field-selector", "involvedObject.name=nosecret", "-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
+		}, `(?i)failed to pull image .*(401|unauthorized|authorization failed)`)
 	})
 
 	t.Run("attach", func(t *testing.T) {

@@ -179,10 +179,20 @@ func TestServiceTraffic(t *testing.T) {
 		return err == nil
 	})
 
+	echoURL := "http://" + clusterIP("echo") + "/"
 	t.Run("ClusterIP balances over three replicas", func(t *testing.T) {
+		// The client's board has the rules for one replica at least;
+		// the three arrive as their EndpointSlice entries do.
+		reached := map[string]bool{}
+		waitFor(t, 30*time.Second, "the client reaching each replica", func() bool {
+			if a, err := echoGet(from, echoURL, ""); err == nil {
+				reached[a.Host] = true
+			}
+			return len(reached) == len(echoes)
+		})
 		seen := map[string]int{}
 		for range 60 {
-			a, err := echoGet(from, "http://"+clusterIP("echo")+"/", "")
+			a, err := echoGet(from, echoURL, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +216,7 @@ func TestServiceTraffic(t *testing.T) {
 			ns := isl.podNetns(isl.pod(t, name))
 			self := 0
 			for range 30 {
-				a, err := echoGet(ns, "http://"+clusterIP("echo")+"/", "")
+				a, err := echoGet(ns, echoURL, "")
 				if err != nil {
 					t.Fatalf("from %s through the Service: %v", name, err)
 				}
@@ -221,7 +231,7 @@ func TestServiceTraffic(t *testing.T) {
 	})
 	t.Run("packets per Service on the board's /metrics", func(t *testing.T) {
 		for range 5 {
-			if _, err := echoGet(boardNetns("pi1"), "http://"+clusterIP("echo")+"/", ""); err != nil {
+			if _, err := echoGet(boardNetns("pi1"), echoURL, ""); err != nil {
 				t.Fatalf("from pi1 itself through the Service: %v", err)
 			}
 		}
@@ -248,8 +258,9 @@ func TestServiceTraffic(t *testing.T) {
 	t.Run("a Service without ready endpoints refuses at once", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		addr := clusterIP("nothing") + ":80"
 		start := time.Now()
-		c, err := netns.Dialer(from)(ctx, "tcp", clusterIP("nothing")+":80")
+		c, err := netns.Dialer(from)(ctx, "tcp", addr)
 		if err == nil {
 			c.Close()
 			t.Fatal("connected to a Service without endpoints")
@@ -433,7 +444,7 @@ subsets:
 		misses, left := 0, off
 		for misses < 30 {
 			at := time.Now()
-			a, err := echoGet(from, "http://"+clusterIP("echo")+"/", "")
+			a, err := echoGet(from, echoURL, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -787,6 +798,15 @@ func testHandsOn(t *testing.T, isl *testIsland) {
 	waitFor(t, 60*time.Second, "the claim Bound", func() bool {
 		return k.ok(t, "get", "pvc", "hello-data", "-o", "jsonpath={.status.phase}") == "Bound"
 	})
+	// What the tutorial shows follows the pods' Ready: the Service's
+	// slice, the Ingress's addresses (its status controller) and the
+	// boards' rules. Wait for them as a reader would, then run it verbatim.
+	waitFor(t, 30*time.Second, "the slice's three backends, the Ingress's five addresses and pi1's entrance", func() bool {
+		eps := k.ok(t, "get", "endpointslices", "-l", "kubernetes.io/service-name=hello", "-o", `jsonpath={range .items[*].endpoints[*]}{.conditions.ready}{"\n"}{end}`)
+		ing := k.ok(t, "get", "ingress", "hello", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
+		_, err := httpGet(boardNetns("pi1"), "http://127.0.0.1/hello")
+		return strings.Count(eps, "true") == 3 && len(strings.Fields(ing)) == 5 && err == nil
+	})
 	script := `set -e
 kubectl get all -A -o wide
 kubectl get deploy,rs,pod,svc,ingress,pvc,hpa -A
@@ -1039,7 +1059,9 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	k := isl.kubectl
 	isl.apply(t, strings.ReplaceAll(statefulSetManifest, "ECHO", echo))
 	waitFor(t, 120*time.Second, "web-0, web-1 and web-2 Ready", func() bool { return readyPods(k, "app=web") == 3 })
-	mustMatch(t, "kubectl get sts", k.ok(t, "get", "sts", "web"), `(?m)^web +3/3 +\d+`)
+	// READY is the StatefulSet's status, which its controller writes
+	// after the pods' Ready.
+	mustMatchSoon(t, 30*time.Second, "kubectl get sts", func() string { return k.ok(t, "get", "sts", "web") }, `(?m)^web +3/3 +\d+`)
 	// Anti-affinity: three boards.
 	boards := map[string]bool{}
 	for _, node := range podsByName(t, k, "app=web") {
@@ -1050,12 +1072,21 @@ func testStatefulSet(t *testing.T, isl *testIsland, echo, from string) {
 	}
 	mustMatch(t, "the claims", k.ok(t, "get", "pvc", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`),
 		`(?m)^data-web-0 Bound$`, `(?m)^data-web-1 Bound$`, `(?m)^data-web-2 Bound$`)
-	// Each replica's name in the cluster DNS, through the headless Service.
+	// Each replica's name in the cluster DNS, through the headless
+	// Service: the board's DNS follows the EndpointSlices, which follow
+	// the pods' Ready.
 	for _, n := range []string{"web-0", "web-1", "web-2"} {
 		ip := isl.pod(t, n).Status.PodIP
-		m, err := dnsQuery(from, "10.43.0.10:53", n+".web.default.svc.cluster.local.", dns.TypeA)
-		if err != nil || !slices.Equal(answers(m), []string{ip}) {
-			t.Fatalf("A %s.web: %v %v, want %s", n, m, err, ip)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			m, err := dnsQuery(from, "10.43.0.10:53", n+".web.default.svc.cluster.local.", dns.TypeA)
+			if err == nil && slices.Equal(answers(m), []string{ip}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("A %s.web: %v %v after 20 s, want %s", n, m, err, ip)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	// A replica deleted comes back under its name, with its volume.

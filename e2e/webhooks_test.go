@@ -102,6 +102,18 @@ webhooks:
 		t.Errorf("kubectl get of the configurations:\n%s", out)
 	}
 
+	// The servers take up the configurations through their watches, and
+	// find the hook Service's address through its EndpointSlice: both
+	// follow the writes. Wait until a dry run meets both webhooks.
+	waitFor(t, 30*time.Second, "both webhooks called", func() bool {
+		_, errOut, err := b.kubectl.run("", "-n", "hooked", "create", "configmap", "ready", "--from-literal=deny=1", "--dry-run=server")
+		if err == nil || !strings.Contains(errOut, "denied the request") {
+			return false
+		}
+		out, _, err := b.kubectl.run("", "-n", "hooked", "create", "configmap", "ready", "--dry-run=server", "-o", "jsonpath={.metadata.labels.webhook}")
+		return err == nil && out == "seen"
+	})
+
 	// Refused, naming the webhook and saying why.
 	_, errOut, err := b.kubectl.run("", "-n", "hooked", "create", "configmap", "bad", "--from-literal=deny=1")
 	if err == nil || !strings.Contains(errOut, `admission webhook "deny.isle.test" denied the request: the webhook pod refuses ConfigMaps with a key deny`) {
