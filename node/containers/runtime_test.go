@@ -108,6 +108,23 @@ func waitExit(t *testing.T, rt *containers.Runtime, id string) containers.Contai
 	return containers.Container{}
 }
 
+// waitLog reads a container's log until it satisfies ok, for at most 10 s
+// (a container starts slowly under emulation), and returns it.
+func waitLog(t *testing.T, path string, ok func([]byte) bool) []byte {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if ok(b) {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after 10 s: %q", path, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestRunToExit(t *testing.T) {
 	e := newEnv(t)
 	ref := e.image(t)
@@ -140,10 +157,16 @@ func TestStopGraceAndKill(t *testing.T) {
 	e := newEnv(t)
 	ref := e.image(t)
 	// One container leaves on SIGTERM, one ignores it.
+	// Each says ready once its trap is set.
 	polite, stubborn := containers.NewID(), containers.NewID()
-	e.run(t, containers.Spec{ID: polite, Image: ref, Command: []string{"sh", "-c", "trap 'exit 7' TERM; while true; do sleep 0.1; done"}})
-	e.run(t, containers.Spec{ID: stubborn, Image: ref, Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 0.1; done"}})
-	time.Sleep(300 * time.Millisecond) // let the shells set their traps
+	politeLog, stubbornLog := filepath.Join(e.dir, "polite.log"), filepath.Join(e.dir, "stubborn.log")
+	e.run(t, containers.Spec{ID: polite, Image: ref, LogPath: politeLog,
+		Command: []string{"sh", "-c", "trap 'exit 7' TERM; echo ready; while true; do sleep 0.1; done"}})
+	e.run(t, containers.Spec{ID: stubborn, Image: ref, LogPath: stubbornLog,
+		Command: []string{"sh", "-c", "trap '' TERM; echo ready; while true; do sleep 0.1; done"}})
+	for _, log := range []string{politeLog, stubbornLog} {
+		waitLog(t, log, func(b []byte) bool { return bytes.Contains(b, []byte("ready\n")) })
+	}
 	start := time.Now()
 	if err := e.rt.Stop(ctrtest.Context(t), polite, 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -221,7 +244,7 @@ func TestReattachAfterRestart(t *testing.T) {
 	id := containers.NewID()
 	e.run(t, containers.Spec{ID: id, Image: ref, LogPath: log,
 		Command: []string{"sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}})
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, log, func(b []byte) bool { return bytes.Count(b, []byte("\n")) >= 3 })
 	// The agent goes away (its copiers stop) and comes back.
 	e.rt.Close()
 	time.Sleep(300 * time.Millisecond)
@@ -238,11 +261,7 @@ func TestReattachAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(log)
-	time.Sleep(500 * time.Millisecond)
-	after, _ := os.ReadFile(log)
-	if len(after) <= len(before) {
-		t.Fatalf("no output copied after reattach (%d bytes, then %d)", len(before), len(after))
-	}
+	after := waitLog(t, log, func(b []byte) bool { return len(b) > len(before) })
 	// The container ran on: its ticks are consecutive from 0.
 	lines := strings.Split(strings.TrimSpace(string(after)), "\n")
 	for i, l := range lines {

@@ -310,7 +310,7 @@ func TestNodeLifecycleFullDisruption(t *testing.T) {
 // since it started keep their pods for the hold: they may simply not have
 // found the servers yet. A board seen to die is not held.
 func TestNodeLifecycleHoldAfterTakeover(t *testing.T) {
-	const hold = 1500 * time.Millisecond
+	const hold = 3 * time.Second
 	start := time.Now()
 	e, live := lifecycleEnv(t, 100*time.Millisecond, hold)
 	e.Namespace(t, "default")
@@ -326,7 +326,9 @@ func TestNodeLifecycleHoldAfterTakeover(t *testing.T) {
 	live.set("dies", nodelifecycle.BoardDead)
 	tabletest.Eventually(t, "the dead board's pod evicted", func() bool { return e.evicted(t, "on-dies") })
 	tabletest.Eventually(t, "the unheard board tainted", func() bool { return len(e.node(t, "unheard").Spec.Taints) == 2 })
-	if e.evicted(t, "on-unheard") {
+	// Under emulation the writes above may take longer than the hold:
+	// an eviction then is due.
+	if e.evicted(t, "on-unheard") && time.Since(start) < hold {
 		t.Fatal("the pod of a board not heard since the start was evicted before the hold ended")
 	}
 	tabletest.Eventually(t, "the unheard board's pod evicted after the hold", func() bool { return e.evicted(t, "on-unheard") })
