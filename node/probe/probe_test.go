@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -30,21 +31,35 @@ func TestTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { open.Close() })
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp := func(port int) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}}
+	}
+	if r, msg := Do(t.Context(), tcp(open.Addr().(*net.TCPAddr).Port), Target{}, nil); r != Success {
+		t.Errorf("open port: Do = %v %q; want Success", r, msg)
+	}
+	if r, msg := Do(t.Context(), tcp(closedPort(t)), Target{}, nil); r != Failure || !strings.Contains(msg, "refused") {
+		t.Errorf("closed port: Do = %v %q; want Failure, refused", r, msg)
+	}
+}
+
+// closedPort is a loopback port bound without listening, held until the
+// test ends: connects to it are refused, and no other socket is given it
+// (a port closed at once may go to another test process's listener).
+func closedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed.Close()
-	tcp := func(l net.Listener) *corev1.Probe {
-		port := intstr.FromInt32(int32(l.Addr().(*net.TCPAddr).Port))
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}}
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
 	}
-	if r, msg := Do(t.Context(), tcp(open), Target{}, nil); r != Success {
-		t.Errorf("open port: Do = %v %q; want Success", r, msg)
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r, msg := Do(t.Context(), tcp(closed), Target{}, nil); r != Failure || !strings.Contains(msg, "refused") {
-		t.Errorf("closed port: Do = %v %q; want Failure, refused", r, msg)
-	}
+	return sa.(*unix.SockaddrInet4).Port
 }
 
 func TestTCPTimeout(t *testing.T) {
