@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // testClock is real time moved ahead by advance; requests read it
@@ -159,7 +161,7 @@ func (d *dialCounter) count(addrs ...string) []int {
 
 func TestDeadEndpointsRefused(t *testing.T) {
 	t.Parallel()
-	dead := []string{closedAddr(t), closedAddr(t), closedAddr(t)}
+	dead := []string{nstest.ClosedAddr(t), nstest.ClosedAddr(t), nstest.ClosedAddr(t)}
 	live := []string{addr(backendServer(t, "live-0")), addr(backendServer(t, "live-1"))}
 	testDeadEndpoints(t, live, dead, (&net.Dialer{}).DialContext, true)
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -236,27 +235,6 @@ func nameHandler(name string) http.Handler {
 
 // addr returns a test server's ip:port.
 func addr(s *httptest.Server) string { return s.Listener.Addr().String() }
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	// A port bound without listening, held until the test ends: connects
-	// to it are refused, and no listener (the test's own backends, or a
-	// parallel test's) is given it, as it may be a port closed at once.
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*unix.SockaddrInet4).Port))
-}
 
 // waitFor waits up to 5 s for cond.
 func waitFor(t testing.TB, what string, cond func() bool) {

@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 // webSnapshot routes every request of any host to the Service default/web
@@ -161,7 +163,7 @@ func TestRetryOnConnectFailure(t *testing.T) {
 		return s
 	}
 	a, b := echo("a"), echo("b")
-	dead := closedAddr(t)
+	dead := nstest.ClosedAddr(t)
 	c.Update(webSnapshot(t, addr(a), dead, addr(b)))
 	client := newClient(t)
 	for i := range 12 {

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/isle-cluster/isle/node/netns/nstest"
 )
 
 var errRefused = errors.New("connection refused (test)")
@@ -31,35 +32,16 @@ func TestTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { open.Close() })
-	tcp := func(port int) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}}
+	tcp := func(addr string) *corev1.Probe {
+		_, port, _ := net.SplitHostPort(addr)
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.Parse(port)}}}
 	}
-	if r, msg := Do(t.Context(), tcp(open.Addr().(*net.TCPAddr).Port), Target{}, nil); r != Success {
+	if r, msg := Do(t.Context(), tcp(open.Addr().String()), Target{}, nil); r != Success {
 		t.Errorf("open port: Do = %v %q; want Success", r, msg)
 	}
-	if r, msg := Do(t.Context(), tcp(closedPort(t)), Target{}, nil); r != Failure || !strings.Contains(msg, "refused") {
+	if r, msg := Do(t.Context(), tcp(nstest.ClosedAddr(t)), Target{}, nil); r != Failure || !strings.Contains(msg, "refused") {
 		t.Errorf("closed port: Do = %v %q; want Failure, refused", r, msg)
 	}
-}
-
-// closedPort is a loopback port bound without listening, held until the
-// test ends: connects to it are refused, and no other socket is given it
-// (a port closed at once may go to another test process's listener).
-func closedPort(t *testing.T) int {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sa.(*unix.SockaddrInet4).Port
 }
 
 func TestTCPTimeout(t *testing.T) {

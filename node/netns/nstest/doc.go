@@ -8,6 +8,7 @@
 // nftables; Veth and AddrUp link namespaces together; Listen listens
 // inside one, and ServeTCP and ServeUDP run servers there that answer
 // "NAME saw SOURCE", which Ask, connecting from another namespace,
-// returns. RequireRoot and RequireNetfilter skip a test that cannot run
+// returns; ClosedAddr is a loopback port held where nothing listens.
+// RequireRoot and RequireNetfilter skip a test that cannot run
 // here (on CI, where everything must run, RequireRoot fails it instead).
 package nstest
